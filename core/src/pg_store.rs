@@ -1,0 +1,401 @@
+//! The fenced store on PostgreSQL (sqlx), with its migrations embedded.
+//!
+//! Postgres enforces the fence inside the statement or transaction that
+//! writes, never in application code between a read and a write: a check done
+//! in the application and then written in a second statement leaves a gap a
+//! newer owner can slip through.
+
+use std::future::Future;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use sqlx::postgres::{PgConnection, PgPool, PgPoolOptions};
+use sqlx::{Postgres, Transaction};
+
+use crate::error::StoreError;
+use crate::fence::Fence;
+use crate::owner::OwnerToken;
+use crate::resource::ResourceName;
+use crate::store::{
+    FenceLogEntry, FencedStore, FencedWrite, JobId, JobOutcome, JobWrite, LogOutcome, WriteOutcome,
+};
+
+/// Default timeout of one store operation. Generous next to Postgres's
+/// millisecond statements, but bounded so a hung server cannot hang a worker.
+pub const STORE_OP_TIMEOUT_MS_DEFAULT: u64 = 5_000;
+
+/// Pool size used by [`PgFencedStore::connect`]. Bounded so that a burst of
+/// workers queues for a connection instead of exhausting the server's slots.
+pub const STORE_POOL_CONNECTIONS_MAX: u32 = 16;
+
+static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
+
+/// The Postgres fenced store. Cheap to clone (the pool is shared).
+#[derive(Clone, Debug)]
+pub struct PgFencedStore {
+    pool: PgPool,
+    op_timeout: Duration,
+}
+
+/// The guard row's verdict on a fence, from [`PgFencedStore::begin_guarded`].
+#[derive(Debug)]
+pub enum GuardCheck {
+    /// The fence is newer: run mutations on [`GuardedTx::conn`], then commit.
+    Open(GuardedTx),
+    /// Refused; already rolled back and logged.
+    Stale {
+        /// The guard's current fence.
+        last_fence: i64,
+    },
+    /// No guard row for the resource; rolled back and logged.
+    NotFound,
+}
+
+/// An open transaction holding the resource's guard row `FOR UPDATE`.
+///
+/// Dropping it without [`GuardedTx::commit`] rolls everything back, the guard's
+/// `last_fence` included, so a failing mutation leaves no trace.
+#[derive(Debug)]
+pub struct GuardedTx {
+    tx: Transaction<'static, Postgres>,
+    resource: String,
+    fence: i64,
+    owner: String,
+    job_id: Option<String>,
+    op_timeout: Duration,
+}
+
+impl GuardedTx {
+    /// The transaction's connection, for the caller's mutations.
+    pub fn conn(&mut self) -> &mut PgConnection {
+        &mut self.tx
+    }
+
+    /// Raises the guard's `last_fence`, logs the accepted write and commits,
+    /// all in the transaction that ran the mutations.
+    pub async fn commit(mut self) -> Result<(), StoreError> {
+        let op_timeout = self.op_timeout;
+        bounded(op_timeout, async {
+            sqlx::query("UPDATE resource_guards SET last_fence = $2 WHERE resource_id = $1")
+                .bind(&self.resource)
+                .bind(self.fence)
+                .execute(&mut *self.tx)
+                .await?;
+            sqlx::query(
+                "INSERT INTO fence_log (resource_id, fence, owner_token, job_id, outcome) \
+                 VALUES ($1, $2, $3, $4, 'accepted')",
+            )
+            .bind(&self.resource)
+            .bind(self.fence)
+            .bind(&self.owner)
+            .bind(&self.job_id)
+            .execute(&mut *self.tx)
+            .await?;
+            self.tx.commit().await?;
+            Ok(())
+        })
+        .await
+    }
+}
+
+impl PgFencedStore {
+    /// Connects with a bounded pool and applies the migrations.
+    pub async fn connect(url: &str) -> Result<Self, StoreError> {
+        let pool = PgPoolOptions::new()
+            .max_connections(STORE_POOL_CONNECTIONS_MAX)
+            .acquire_timeout(Duration::from_millis(STORE_OP_TIMEOUT_MS_DEFAULT))
+            .connect(url)
+            .await?;
+        let store = Self::from_pool(pool);
+        store.migrate().await?;
+        Ok(store)
+    }
+
+    /// Wraps an existing pool; call [`PgFencedStore::migrate`] once.
+    pub fn from_pool(pool: PgPool) -> Self {
+        Self {
+            pool,
+            op_timeout: Duration::from_millis(STORE_OP_TIMEOUT_MS_DEFAULT),
+        }
+    }
+
+    /// Sets the per-operation timeout.
+    pub fn with_op_timeout(mut self, op_timeout: Duration) -> Self {
+        self.op_timeout = op_timeout;
+        self
+    }
+
+    /// Applies the embedded migrations (idempotent; safe to run concurrently).
+    pub async fn migrate(&self) -> Result<(), StoreError> {
+        MIGRATOR.run(&self.pool).await?;
+        Ok(())
+    }
+
+    /// The pool, for callers' own queries.
+    pub fn pool(&self) -> &PgPool {
+        &self.pool
+    }
+
+    /// Opens the guard transaction: `SELECT last_fence ... FOR UPDATE` and
+    /// refuse unless `fence` is greater. Rejections are logged.
+    pub async fn begin_guarded(
+        &self,
+        resource: &ResourceName,
+        fence: Fence,
+        owner: &OwnerToken,
+    ) -> Result<GuardCheck, StoreError> {
+        self.begin_guarded_for(resource, fence, owner, None).await
+    }
+
+    async fn begin_guarded_for(
+        &self,
+        resource: &ResourceName,
+        fence: Fence,
+        owner: &OwnerToken,
+        job_id: Option<&JobId>,
+    ) -> Result<GuardCheck, StoreError> {
+        let mut tx = bounded(self.op_timeout, async { Ok(self.pool.begin().await?) }).await?;
+        let row: Option<(i64,)> = bounded(self.op_timeout, async {
+            Ok(sqlx::query_as(
+                "SELECT last_fence FROM resource_guards WHERE resource_id = $1 FOR UPDATE",
+            )
+            .bind(resource.as_str())
+            .fetch_optional(&mut *tx)
+            .await?)
+        })
+        .await?;
+        let refused = match row {
+            None => Some((LogOutcome::NotFound, GuardCheck::NotFound)),
+            Some((last_fence,)) if fence.get() <= last_fence => {
+                Some((LogOutcome::Stale, GuardCheck::Stale { last_fence }))
+            }
+            Some(_) => None,
+        };
+        if let Some((outcome, check)) = refused {
+            drop(tx);
+            self.log(resource, fence, owner, job_id, outcome).await?;
+            return Ok(check);
+        }
+        Ok(GuardCheck::Open(GuardedTx {
+            tx,
+            resource: resource.as_str().to_owned(),
+            fence: fence.get(),
+            owner: owner.as_str().to_owned(),
+            job_id: job_id.map(|j| j.as_str().to_owned()),
+            op_timeout: self.op_timeout,
+        }))
+    }
+
+    async fn log(
+        &self,
+        resource: &ResourceName,
+        fence: Fence,
+        owner: &OwnerToken,
+        job_id: Option<&JobId>,
+        outcome: LogOutcome,
+    ) -> Result<(), StoreError> {
+        bounded(self.op_timeout, async {
+            sqlx::query(
+                "INSERT INTO fence_log (resource_id, fence, owner_token, job_id, outcome) \
+                 VALUES ($1, $2, $3, $4, $5)",
+            )
+            .bind(resource.as_str())
+            .bind(fence.get())
+            .bind(owner.as_str())
+            .bind(job_id.map(JobId::as_str))
+            .bind(outcome.as_str())
+            .execute(&self.pool)
+            .await?;
+            Ok(())
+        })
+        .await
+    }
+
+    /// The durable fence counter: one row per resource, incremented atomically.
+    pub async fn next_fence(&self, resource: &ResourceName) -> Result<Fence, StoreError> {
+        let (value,): (i64,) = bounded(self.op_timeout, async {
+            Ok(sqlx::query_as(
+                "INSERT INTO fence_counters (resource_id, value) VALUES ($1, 1) \
+                 ON CONFLICT (resource_id) DO UPDATE SET value = fence_counters.value + 1 \
+                 RETURNING value",
+            )
+            .bind(resource.as_str())
+            .fetch_one(&self.pool)
+            .await?)
+        })
+        .await?;
+        Ok(Fence::new(value)?)
+    }
+}
+
+#[async_trait]
+impl FencedStore for PgFencedStore {
+    async fn ensure_resource(&self, resource: &ResourceName) -> Result<(), StoreError> {
+        bounded(self.op_timeout, async {
+            let mut tx = self.pool.begin().await?;
+            sqlx::query("INSERT INTO shared_resources (id) VALUES ($1) ON CONFLICT DO NOTHING")
+                .bind(resource.as_str())
+                .execute(&mut *tx)
+                .await?;
+            sqlx::query(
+                "INSERT INTO resource_guards (resource_id) VALUES ($1) ON CONFLICT DO NOTHING",
+            )
+            .bind(resource.as_str())
+            .execute(&mut *tx)
+            .await?;
+            tx.commit().await?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn write_fenced(&self, write: &FencedWrite) -> Result<WriteOutcome, StoreError> {
+        // One statement: the fence check, the write and its log row commit or
+        // fail together, and no other writer can interleave.
+        let (outcome, prev): (String, Option<i64>) = bounded(self.op_timeout, async {
+            Ok(sqlx::query_as(
+                "WITH prev AS (SELECT last_fence FROM shared_resources WHERE id = $3), \
+                 upd AS (UPDATE shared_resources SET value = $1, last_fence = $2 \
+                         WHERE id = $3 AND last_fence < $2 RETURNING 1), \
+                 verdict AS (SELECT CASE WHEN EXISTS (SELECT 1 FROM upd) THEN 'accepted' \
+                                         WHEN EXISTS (SELECT 1 FROM prev) THEN 'stale' \
+                                         ELSE 'not_found' END AS outcome), \
+                 logged AS (INSERT INTO fence_log (resource_id, fence, owner_token, outcome) \
+                            SELECT $3, $2, $4, outcome FROM verdict) \
+                 SELECT outcome, (SELECT last_fence FROM prev) FROM verdict",
+            )
+            .bind(&write.value)
+            .bind(write.fence.get())
+            .bind(write.resource.as_str())
+            .bind(write.owner.as_str())
+            .fetch_one(&self.pool)
+            .await?)
+        })
+        .await?;
+        Ok(match LogOutcome::parse(&outcome) {
+            Some(LogOutcome::Accepted) => WriteOutcome::Accepted,
+            Some(LogOutcome::Stale) => WriteOutcome::Stale {
+                // A concurrent writer may have raised it further since the
+                // statement's snapshot; it is at least this.
+                last_fence: prev.unwrap_or(0).max(write.fence.get()),
+            },
+            _ => WriteOutcome::NotFound,
+        })
+    }
+
+    async fn apply_job(&self, job: &JobWrite) -> Result<JobOutcome, StoreError> {
+        let w = &job.write;
+        let mut guard = match self
+            .begin_guarded_for(&w.resource, w.fence, &w.owner, Some(&job.job_id))
+            .await?
+        {
+            GuardCheck::Open(guard) => guard,
+            GuardCheck::Stale { last_fence } => return Ok(JobOutcome::Stale { last_fence }),
+            GuardCheck::NotFound => return Ok(JobOutcome::NotFound),
+        };
+        let recorded = bounded(self.op_timeout, async {
+            Ok(sqlx::query(
+                "INSERT INTO job_completions (job_id, resource_id, fence, owner_token) \
+                 VALUES ($1, $2, $3, $4) ON CONFLICT (job_id) DO NOTHING",
+            )
+            .bind(job.job_id.as_str())
+            .bind(w.resource.as_str())
+            .bind(w.fence.get())
+            .bind(w.owner.as_str())
+            .execute(guard.conn())
+            .await?
+            .rows_affected())
+        })
+        .await?;
+        if recorded == 0 {
+            drop(guard);
+            self.log(
+                &w.resource,
+                w.fence,
+                &w.owner,
+                Some(&job.job_id),
+                LogOutcome::Duplicate,
+            )
+            .await?;
+            return Ok(JobOutcome::AlreadyDone);
+        }
+        bounded(self.op_timeout, async {
+            sqlx::query(
+                "UPDATE shared_resources SET value = $1, last_fence = GREATEST(last_fence, $2) \
+                 WHERE id = $3",
+            )
+            .bind(&w.value)
+            .bind(w.fence.get())
+            .bind(w.resource.as_str())
+            .execute(guard.conn())
+            .await?;
+            Ok(())
+        })
+        .await?;
+        guard.commit().await?;
+        Ok(JobOutcome::Applied)
+    }
+
+    async fn is_completed(&self, job_id: &JobId) -> Result<bool, StoreError> {
+        bounded(self.op_timeout, async {
+            let row: Option<(i32,)> =
+                sqlx::query_as("SELECT 1 FROM job_completions WHERE job_id = $1")
+                    .bind(job_id.as_str())
+                    .fetch_optional(&self.pool)
+                    .await?;
+            Ok(row.is_some())
+        })
+        .await
+    }
+
+    async fn read(&self, resource: &ResourceName) -> Result<Option<(String, i64)>, StoreError> {
+        bounded(self.op_timeout, async {
+            Ok(
+                sqlx::query_as("SELECT value, last_fence FROM shared_resources WHERE id = $1")
+                    .bind(resource.as_str())
+                    .fetch_optional(&self.pool)
+                    .await?,
+            )
+        })
+        .await
+    }
+
+    async fn fence_log(&self, resource: &ResourceName) -> Result<Vec<FenceLogEntry>, StoreError> {
+        type Row = (i64, String, i64, String, Option<String>, String, i64);
+        let rows: Vec<Row> = bounded(self.op_timeout, async {
+            Ok(sqlx::query_as(
+                "SELECT seq, resource_id, fence, owner_token, job_id, outcome, \
+                        (extract(epoch FROM at) * 1000)::BIGINT \
+                 FROM fence_log WHERE resource_id = $1 ORDER BY seq",
+            )
+            .bind(resource.as_str())
+            .fetch_all(&self.pool)
+            .await?)
+        })
+        .await?;
+        rows.into_iter()
+            .map(|(seq, resource, fence, owner, job_id, outcome, at_ms)| {
+                let outcome = LogOutcome::parse(&outcome)
+                    .ok_or_else(|| StoreError::Transport(format!("unknown outcome {outcome:?}")))?;
+                Ok(FenceLogEntry {
+                    seq,
+                    resource,
+                    fence,
+                    owner,
+                    job_id,
+                    outcome,
+                    at_ms,
+                })
+            })
+            .collect()
+    }
+}
+
+async fn bounded<T>(
+    op_timeout: Duration,
+    op: impl Future<Output = Result<T, StoreError>>,
+) -> Result<T, StoreError> {
+    tokio::time::timeout(op_timeout, op)
+        .await
+        .map_err(|_| StoreError::Timeout(op_timeout))?
+}

@@ -1,0 +1,167 @@
+//! The fenced store contract: what storage must do for fencing to protect it.
+//!
+//! A lock alone cannot stop a paused worker from writing after its lease
+//! ended; only the storage can, by refusing any write whose fence is not
+//! greater than the last one it accepted. This trait is that contract, so the
+//! Postgres store here and the simulated store in `redfence-sim` are
+//! interchangeable behind the worker flow and the harness.
+
+use async_trait::async_trait;
+
+use crate::error::{InvalidInput, StoreError};
+use crate::fence::Fence;
+use crate::owner::OwnerToken;
+use crate::resource::ResourceName;
+
+/// Longest accepted job id, in bytes.
+pub const JOB_ID_LEN_MAX: usize = 200;
+
+/// An idempotency key: one job's effect is applied at most once.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct JobId(String);
+
+impl JobId {
+    /// Validates: 1..=200 bytes, no control characters.
+    pub fn new(id: impl Into<String>) -> Result<Self, InvalidInput> {
+        let id = id.into();
+        if id.is_empty() || id.len() > JOB_ID_LEN_MAX || id.chars().any(char::is_control) {
+            return Err(InvalidInput::JobId);
+        }
+        Ok(Self(id))
+    }
+
+    /// The id text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// One fenced write: set `value` on `resource` if `fence` is newer than the last accepted.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FencedWrite {
+    /// Target resource.
+    pub resource: ResourceName,
+    /// Fence of the writer's lease.
+    pub fence: Fence,
+    /// Writer's owner token (for the log).
+    pub owner: OwnerToken,
+    /// New value.
+    pub value: String,
+}
+
+/// A job's write: a fenced write plus the job's idempotency key, applied
+/// together so that a redelivered job cannot apply twice.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JobWrite {
+    /// Idempotency key.
+    pub job_id: JobId,
+    /// The fenced write itself.
+    pub write: FencedWrite,
+}
+
+/// What the single-statement fenced update did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WriteOutcome {
+    /// Written; `last_fence` is now this write's fence.
+    Accepted,
+    /// Refused: a write with fence `last_fence` (≥ this one) was accepted before.
+    Stale {
+        /// The resource's current fence.
+        last_fence: i64,
+    },
+    /// No such resource.
+    NotFound,
+}
+
+/// What applying a job did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JobOutcome {
+    /// Fence accepted, effect applied and completion recorded, in one transaction.
+    Applied,
+    /// The job was completed before (redelivery): nothing applied.
+    AlreadyDone,
+    /// Refused as stale; nothing applied.
+    Stale {
+        /// The resource's current fence.
+        last_fence: i64,
+    },
+    /// No such resource.
+    NotFound,
+}
+
+/// The outcome recorded in the fence log.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum LogOutcome {
+    /// The write was accepted.
+    Accepted,
+    /// The write was refused as stale.
+    Stale,
+    /// The resource did not exist.
+    NotFound,
+    /// The job had already completed.
+    Duplicate,
+}
+
+impl LogOutcome {
+    /// The spelling stored in the log.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LogOutcome::Accepted => "accepted",
+            LogOutcome::Stale => "stale",
+            LogOutcome::NotFound => "not_found",
+            LogOutcome::Duplicate => "duplicate",
+        }
+    }
+
+    /// Parses the stored spelling.
+    pub fn parse(text: &str) -> Option<Self> {
+        Some(match text {
+            "accepted" => LogOutcome::Accepted,
+            "stale" => LogOutcome::Stale,
+            "not_found" => LogOutcome::NotFound,
+            "duplicate" => LogOutcome::Duplicate,
+            _ => return None,
+        })
+    }
+}
+
+/// One row of the append-only fence log, in commit order (`seq`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FenceLogEntry {
+    /// Position in the log; strictly increasing.
+    pub seq: i64,
+    /// Resource name.
+    pub resource: String,
+    /// Fence the write carried.
+    pub fence: i64,
+    /// Writer's owner token.
+    pub owner: String,
+    /// Job id, for job writes.
+    pub job_id: Option<String>,
+    /// What happened.
+    pub outcome: LogOutcome,
+    /// Milliseconds since the Unix epoch (store clock).
+    pub at_ms: i64,
+}
+
+/// Storage that validates fences. See the module doc.
+#[async_trait]
+pub trait FencedStore: Send + Sync {
+    /// Creates the resource (value `""`, `last_fence` 0) if absent.
+    async fn ensure_resource(&self, resource: &ResourceName) -> Result<(), StoreError>;
+
+    /// Single-statement fenced update, telling stale apart from not found.
+    async fn write_fenced(&self, write: &FencedWrite) -> Result<WriteOutcome, StoreError>;
+
+    /// Fence check, effect and idempotent completion in one transaction.
+    async fn apply_job(&self, job: &JobWrite) -> Result<JobOutcome, StoreError>;
+
+    /// Whether `job_id` has completed.
+    async fn is_completed(&self, job_id: &JobId) -> Result<bool, StoreError>;
+
+    /// The resource's current value and fence, if it exists.
+    async fn read(&self, resource: &ResourceName) -> Result<Option<(String, i64)>, StoreError>;
+
+    /// The fence log of one resource, in commit order.
+    async fn fence_log(&self, resource: &ResourceName) -> Result<Vec<FenceLogEntry>, StoreError>;
+}
