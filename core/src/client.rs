@@ -431,7 +431,7 @@ where
             invocation.invoke_async::<Value>(&mut conn),
         )
         .await;
-        match classify(result, self.config.op_timeout()) {
+        let renewal = match classify(result, self.config.op_timeout()) {
             Ok(Value::Int(1)) => Ok(Renewal::Renewed {
                 valid_until: sent + Duration::from_millis(lease_ms),
             }),
@@ -443,7 +443,19 @@ where
                 elapsed: sent.elapsed(),
                 last,
             }),
-        }
+        };
+        let result = match &renewal {
+            Ok(Renewal::Renewed { .. }) => "renewed",
+            Ok(Renewal::OwnerMismatch) => "owner_mismatch",
+            Err(_) => "error",
+        };
+        telemetry::count_with(
+            LOCK_RENEW_TOTAL,
+            lease.resource.resource_type(),
+            "result",
+            result,
+        );
+        renewal
     }
 
     /// Compare-and-delete. `Ok(true)`: this owner's lease was deleted;

@@ -6,15 +6,21 @@
 //! freezes both, exactly as a stop-the-world pause freezes a real process. A
 //! detached renewer would keep a paused worker's lease alive and hide the very
 //! failure fencing exists for.
+//!
+//! When the lease is lost the keeper stops and fires the job's
+//! [`LeaseSignal`]; it does not abort the job from outside, because a job torn
+//! down mid-way hides nothing from storage fencing and tells the caller less.
 
 use std::future::Future;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+use tokio::sync::Notify;
 
 use redis::aio::ConnectionLike;
 use tokio::time::Instant;
 
 use crate::client::{Lease, LockClient, Renewal};
-use crate::error::LockError;
 use crate::telemetry::{self, *};
 
 /// Why a lease was lost while a job held it.
@@ -49,64 +55,120 @@ impl LeaseLost {
 
 /// The result of running a job under the keeper.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Guarded<T> {
-    /// The job finished while the lease was (as far as we know) held.
-    Completed(T),
-    /// The lease was lost first; the job future was dropped (cancelled).
-    /// Storage fencing still protects against writes already in flight.
-    LeaseLost(LeaseLost),
+pub struct Held<T> {
+    /// What the job returned.
+    pub output: T,
+    /// Set when the keeper saw the lease go while the job ran.
+    pub lease_lost: Option<LeaseLost>,
+}
+
+/// Tells a running job whether its lease is gone, so it can stop early.
+///
+/// Checking it is cooperative cancellation, not safety: a worker can lose its
+/// lease between checking this and writing. Storage fencing closes that gap.
+#[derive(Clone, Debug, Default)]
+pub struct LeaseSignal {
+    lost: Arc<Mutex<Option<LeaseLost>>>,
+    notify: Arc<Notify>,
+}
+
+impl LeaseSignal {
+    /// Why the lease was lost, if it was.
+    pub fn lost(&self) -> Option<LeaseLost> {
+        self.lost.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Completes when the lease is lost (never, if it is not).
+    pub async fn wait_lost(&self) -> LeaseLost {
+        loop {
+            let notified = self.notify.notified();
+            if let Some(lost) = self.lost() {
+                return lost;
+            }
+            notified.await;
+        }
+    }
+
+    fn set(&self, lost: LeaseLost) {
+        *self.lost.lock().unwrap_or_else(|e| e.into_inner()) = Some(lost);
+        self.notify.notify_waiters();
+    }
 }
 
 impl<C> LockClient<C>
 where
     C: ConnectionLike + Clone + Send + Sync + 'static,
 {
-    /// Runs `job` while renewing `lease` every `renew_interval_ms`, in this task.
+    /// Runs the job made by `job` while renewing `lease` every
+    /// `renew_interval_ms`, in this task.
     ///
     /// Renewal stops at `renewals_max` or `hold_ms_max` (the last renewal is
-    /// shortened so the lock never outlives `acquired + hold_ms_max`); the lease
-    /// then runs out and the job is cancelled with [`LeaseLost::LimitReached`].
-    pub async fn hold<F: Future>(&self, lease: &Lease, job: F) -> Guarded<F::Output> {
+    /// shortened so the lock never outlives `acquired + hold_ms_max`). When the
+    /// lease is lost — renew answered 0, renewals failed past the lease, or the
+    /// limit was reached and the lease ran out — the job's [`LeaseSignal`]
+    /// fires; the job decides how to stop, and `hold` returns when it has.
+    pub async fn hold<F, Fut>(&self, lease: &Lease, job: F) -> Held<Fut::Output>
+    where
+        F: FnOnce(LeaseSignal) -> Fut,
+        Fut: Future,
+    {
+        let signal = LeaseSignal::default();
+        let job = job(signal.clone());
         let keeper = self.keep(lease);
         tokio::pin!(job);
         tokio::pin!(keeper);
-        // `biased`: a job that finishes in the same poll as a loss is reported
-        // completed, and the order never depends on tokio's RNG.
-        tokio::select! {
-            biased;
-            out = &mut job => Guarded::Completed(out),
-            lost = &mut keeper => {
-                let rtype = lease.resource().resource_type();
-                telemetry::count_with(LOCK_LEASE_LOST_TOTAL, rtype, "reason", lost.reason());
-                tracing::warn!(
-                    resource_type = rtype,
-                    resource_hash = %lease.resource().id_hash(),
-                    owner = %lease.owner(),
-                    fence = lease.fence().get(),
-                    reason = lost.reason(),
-                    "lease lost; cancelling the job"
-                );
-                Guarded::LeaseLost(lost)
+        let mut lease_lost = None;
+        // At most two rounds: the keeper resolves at most once.
+        for _ in 0..2 {
+            if lease_lost.is_some() {
+                let output = (&mut job).await;
+                return Held { output, lease_lost };
+            }
+            // `biased`: after a pause the job is polled before the keeper, the
+            // way a real process resumes its work before its timers catch up,
+            // and the order never depends on tokio's RNG.
+            tokio::select! {
+                biased;
+                output = &mut job => return Held { output, lease_lost },
+                lost = &mut keeper => {
+                    let rtype = lease.resource().resource_type();
+                    telemetry::count_with(LOCK_LEASE_LOST_TOTAL, rtype, "reason", lost.reason());
+                    tracing::warn!(
+                        resource_type = rtype,
+                        resource_hash = %lease.resource().id_hash(),
+                        owner = %lease.owner(),
+                        fence = lease.fence().get(),
+                        reason = lost.reason(),
+                        "lease lost; signalling the job"
+                    );
+                    signal.set(lost.clone());
+                    lease_lost = Some(lost);
+                }
             }
         }
+        unreachable!("the keeper resolves at most once")
     }
 
     /// Resolves only when the lease is lost.
     async fn keep(&self, lease: &Lease) -> LeaseLost {
         let config = self.config();
-        let rtype = lease.resource().resource_type();
         let interval = Duration::from_millis(config.renew_interval_ms());
         let acquired = lease.sent_at();
         let hold_end = acquired + Duration::from_millis(config.hold_ms_max());
         let mut valid_until = lease.valid_until();
         let mut next = acquired + interval;
         let mut renewals: u32 = 0;
-        // Every iteration sleeps at least until `next`, which moves forward by
-        // an interval, and the hold limit ends the loop; this bound is that
+        // Every iteration but the last sleeps until `next`, which moves forward
+        // by an interval, and the hold limit ends the loop; this bound is that
         // argument made checkable.
-        let iterations_max = config.hold_ms_max() / config.renew_interval_ms() + 2;
+        let iterations_max = config.hold_ms_max() / config.renew_interval_ms() + 3;
         for _ in 0..iterations_max {
-            let limit_reached = renewals >= config.renewals_max() || Instant::now() >= hold_end;
+            tokio::time::sleep_until(next.min(valid_until)).await;
+            let now = Instant::now();
+            // The last renewal may already reach the hold limit (it is
+            // shortened to end there); then there is nothing left to renew.
+            let limit_reached =
+                renewals >= config.renewals_max() || now >= hold_end || valid_until >= hold_end;
             if limit_reached {
                 tokio::time::sleep_until(valid_until).await;
                 return LeaseLost::LimitReached {
@@ -114,36 +176,28 @@ where
                     held_ms: acquired.elapsed().as_millis() as u64,
                 };
             }
-            tokio::time::sleep_until(next.min(valid_until)).await;
-            let now = Instant::now();
             if now >= valid_until {
                 return LeaseLost::Expired {
                     last_error: "no renewal succeeded before the lease ended".into(),
                 };
             }
             let remaining_hold_ms = hold_end.saturating_duration_since(now).as_millis() as u64;
-            if remaining_hold_ms == 0 {
-                continue;
-            }
-            let lease_ms = config.lease_ms().min(remaining_hold_ms);
+            let lease_ms = config.lease_ms().min(remaining_hold_ms.max(1));
             match self.renew(lease, lease_ms).await {
                 Ok(Renewal::Renewed { valid_until: until }) => {
-                    telemetry::count_with(LOCK_RENEW_TOTAL, rtype, "result", "renewed");
                     valid_until = until;
                     renewals += 1;
                     next = now + interval;
                     tracing::debug!(owner = %lease.owner(), renewals, lease_ms, "lease renewed");
                 }
                 Ok(Renewal::OwnerMismatch) => {
-                    telemetry::count_with(LOCK_RENEW_TOTAL, rtype, "result", "owner_mismatch");
                     return LeaseLost::OwnerMismatch;
                 }
                 Err(e) => {
-                    telemetry::count_with(LOCK_RENEW_TOTAL, rtype, "result", "error");
                     tracing::warn!(owner = %lease.owner(), error = %e, "renewal failed");
                     if Instant::now() >= valid_until {
                         return LeaseLost::Expired {
-                            last_error: renew_error_text(&e),
+                            last_error: e.to_string(),
                         };
                     }
                     next = now + interval;
@@ -157,8 +211,4 @@ where
             held_ms: acquired.elapsed().as_millis() as u64,
         }
     }
-}
-
-fn renew_error_text(e: &LockError) -> String {
-    e.to_string()
 }

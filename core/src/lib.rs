@@ -57,7 +57,7 @@ pub use error::{ConfigError, InvalidInput, LockError, StoreError};
 pub use fence::Fence;
 pub use fence_source::{FenceSource, PostgresFences, RedisCounterFences};
 pub use freeze::{Freezable, FreezeSwitch};
-pub use keeper::{Guarded, LeaseLost};
+pub use keeper::{Held, LeaseLost, LeaseSignal};
 pub use owner::{OwnerToken, RandomUuidTokens, SeededUuidTokens, TokenSource};
 pub use pg_store::{GuardCheck, GuardedTx, PgFencedStore};
 pub use resource::{KeyScheme, ResourceName};

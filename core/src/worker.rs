@@ -23,7 +23,7 @@ use redis::aio::ConnectionLike;
 use crate::client::{AcquireOutcome, LockClient};
 use crate::error::{LockError, StoreError};
 use crate::fence::Fence;
-use crate::keeper::{Guarded, LeaseLost};
+use crate::keeper::{LeaseLost, LeaseSignal};
 use crate::resource::ResourceName;
 use crate::store::{FencedStore, FencedWrite, JobId, JobOutcome, JobWrite};
 use crate::telemetry::{self, *};
@@ -133,17 +133,23 @@ where
             Err(e) => return ProcessOutcome::Failed(JobError::Lock(e)),
         };
         let fence = lease.fence();
-        let job = async {
+        let owner = lease.owner().clone();
+        let job = |signal: LeaseSignal| async move {
             if self.store.is_completed(job_id).await? {
                 return Ok(ProcessOutcome::AlreadyDone);
             }
             let value = load_input(fence).await.map_err(JobError::Input)?;
+            // Cooperative: stop early when the keeper already knows. The
+            // lease can still end right after this check; the fence catches that.
+            if let Some(lost) = signal.lost() {
+                return Ok(ProcessOutcome::OwnershipLost(OwnershipLost::Lease(lost)));
+            }
             let write = JobWrite {
                 job_id: job_id.clone(),
                 write: FencedWrite {
                     resource: resource.clone(),
                     fence,
-                    owner: lease.owner().clone(),
+                    owner: owner.clone(),
                     value,
                 },
             };
@@ -157,7 +163,7 @@ where
                     tracing::warn!(
                         resource_type = rtype,
                         resource_hash = %resource.id_hash(),
-                        owner = %lease.owner(),
+                        owner = %owner,
                         fence = fence.get(),
                         last_fence,
                         "fenced write rejected: ownership lost"
@@ -169,10 +175,9 @@ where
                 }
             })
         };
-        let outcome = match self.lock.hold(&lease, job).await {
-            Guarded::Completed(Ok(outcome)) => outcome,
-            Guarded::Completed(Err(e)) => ProcessOutcome::Failed(e),
-            Guarded::LeaseLost(lost) => ProcessOutcome::OwnershipLost(OwnershipLost::Lease(lost)),
+        let outcome = match self.lock.hold(&lease, job).await.output {
+            Ok(outcome) => outcome,
+            Err(e) => ProcessOutcome::Failed(e),
         };
         // Always: the keeper stopped when `hold` returned; give the lease back.
         // A failed release is harmless: the lease expires on its own.

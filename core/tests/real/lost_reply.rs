@@ -1,0 +1,121 @@
+//! Lost replies: the acquire script ran on Redis, but its answer never reached
+//! the client. The outcome must be treated as unknown, then settled by
+//! re-asking with the same owner token — never guessed.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use redfence_core::*;
+
+use crate::support::*;
+
+/// A sleeper that, the first time the client pauses (which it does between a
+/// lost reply and its re-ask), lets replies through again.
+#[derive(Debug)]
+struct HealOnFirstSleep {
+    proxy: ReplyLosingProxy,
+    sleeps: AtomicU32,
+}
+
+impl Sleeper for HealOnFirstSleep {
+    fn sleep(&self, duration: Duration) -> Pin<Box<dyn Future<Output = ()> + Send>> {
+        if self.sleeps.fetch_add(1, Ordering::SeqCst) == 0 {
+            self.proxy.deliver_replies();
+        }
+        Box::pin(tokio::time::sleep(duration))
+    }
+}
+
+fn config(reasks_max: u32) -> LockConfig {
+    LockConfig::builder()
+        .lease_ms(5_000)
+        .op_timeout_ms(500)
+        .backoff_base_ms(5)
+        .backoff_cap_ms(20)
+        .reasks_max(reasks_max)
+        .build()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn lost_acquire_reply_is_settled_by_reasking_with_the_same_token() {
+    let metrics = Metrics::install();
+    let proxy = ReplyLosingProxy::start(redis_addr()).await;
+    // A connection manager reconnects after the broken connection, as a
+    // production client must.
+    let conn = redis::Client::open(proxy.url())
+        .unwrap()
+        .get_connection_manager()
+        .await
+        .unwrap();
+    let sleeper = Arc::new(HealOnFirstSleep {
+        proxy: proxy.clone(),
+        sleeps: AtomicU32::new(0),
+    });
+    let lock = LockClient::builder(conn, config(3))
+        .sleeper(sleeper.clone())
+        .build()
+        .unwrap();
+    let resource = fresh_resource("lost-reply");
+    let mut direct = redis().await;
+
+    proxy.lose_next_reply();
+    let lease = match lock.acquire(&resource).await.unwrap() {
+        AcquireOutcome::Acquired(lease) => lease,
+        other => panic!("the first attempt won; the re-ask must find out: {other:?}"),
+    };
+    assert!(
+        sleeper.sleeps.load(Ordering::SeqCst) >= 1,
+        "a re-ask happened"
+    );
+    // The script ran exactly once: one fence was issued and it is ours.
+    let fence_key = format!("fence:{{{resource}}}");
+    assert_eq!(
+        get(&mut direct, &fence_key).await,
+        Some(lease.fence().to_string())
+    );
+    assert_eq!(lease.fence().get(), 1);
+    let lock_key = format!("lock:{{{resource}}}");
+    assert_eq!(
+        get(&mut direct, &lock_key).await.as_deref(),
+        Some(lease.owner().as_str())
+    );
+    assert_eq!(
+        metrics.counter("lock_reask_total", &[("result", "held")]),
+        1,
+        "the re-ask settled the outcome as held"
+    );
+    assert!(lock.release(&lease).await.unwrap());
+}
+
+#[tokio::test]
+async fn unsettled_lost_reply_is_an_error_never_acquired() {
+    let proxy = ReplyLosingProxy::start(redis_addr()).await;
+    let conn = redis::Client::open(proxy.url())
+        .unwrap()
+        .get_connection_manager()
+        .await
+        .unwrap();
+    // No re-asks allowed: the client cannot know, so it must not claim the lease.
+    let lock = LockClient::new(conn, config(0)).unwrap();
+    let resource = fresh_resource("lost-reply-unsettled");
+    let mut direct = redis().await;
+    proxy.lose_next_reply();
+    let err = lock.acquire(&resource).await.unwrap_err();
+    assert!(
+        matches!(err, LockError::Indeterminate { reasks: 0, .. }),
+        "got {err:?}"
+    );
+    // The client gave back the lease its lost attempt may have taken.
+    let lock_key = format!("lock:{{{resource}}}");
+    assert_eq!(get(&mut direct, &lock_key).await, None);
+    let fence_key = format!("fence:{{{resource}}}");
+    assert_eq!(
+        get(&mut direct, &fence_key).await.as_deref(),
+        Some("1"),
+        "the script did run"
+    );
+}

@@ -1,0 +1,255 @@
+//! The Postgres fenced store: single-statement fencing, the guard-row
+//! transaction, idempotent completion, the durable fence counter and the
+//! append-only log.
+
+use redfence_core::*;
+
+use crate::support::*;
+
+fn write(resource: &ResourceName, fence: i64, value: &str) -> FencedWrite {
+    FencedWrite {
+        resource: resource.clone(),
+        fence: Fence::new(fence).unwrap(),
+        owner: OwnerToken::new(format!("owner-{fence}")).unwrap(),
+        value: value.to_owned(),
+    }
+}
+
+#[tokio::test]
+async fn single_statement_tells_stale_from_not_found() {
+    let store = store().await;
+    let resource = fresh_resource("single");
+    assert_eq!(
+        store.write_fenced(&write(&resource, 1, "x")).await.unwrap(),
+        WriteOutcome::NotFound
+    );
+    store.ensure_resource(&resource).await.unwrap();
+    assert_eq!(
+        store
+            .write_fenced(&write(&resource, 41, "a"))
+            .await
+            .unwrap(),
+        WriteOutcome::Accepted
+    );
+    assert_eq!(
+        store
+            .write_fenced(&write(&resource, 42, "b"))
+            .await
+            .unwrap(),
+        WriteOutcome::Accepted
+    );
+    // The article's example: A holds 41, B wrote with 42, A comes back.
+    assert_eq!(
+        store
+            .write_fenced(&write(&resource, 41, "stale"))
+            .await
+            .unwrap(),
+        WriteOutcome::Stale { last_fence: 42 }
+    );
+    assert_eq!(
+        store
+            .write_fenced(&write(&resource, 42, "same"))
+            .await
+            .unwrap(),
+        WriteOutcome::Stale { last_fence: 42 },
+        "an equal fence is not newer"
+    );
+    assert_eq!(store.read(&resource).await.unwrap(), Some(("b".into(), 42)));
+    let log = store.fence_log(&resource).await.unwrap();
+    let seen: Vec<_> = log.iter().map(|e| (e.fence, e.outcome)).collect();
+    assert_eq!(
+        seen,
+        vec![
+            (1, LogOutcome::NotFound),
+            (41, LogOutcome::Accepted),
+            (42, LogOutcome::Accepted),
+            (41, LogOutcome::Stale),
+            (42, LogOutcome::Stale),
+        ]
+    );
+    assert!(log.windows(2).all(|w| w[0].seq < w[1].seq));
+}
+
+#[tokio::test]
+async fn guard_transaction_is_atomic() {
+    let store = store().await;
+    let resource = fresh_resource("guard");
+    store.ensure_resource(&resource).await.unwrap();
+    let owner = OwnerToken::new("owner-a").unwrap();
+    let fence = Fence::new(5).unwrap();
+
+    // A failing mutation rolls back the fence too.
+    let GuardCheck::Open(mut tx) = store.begin_guarded(&resource, fence, &owner).await.unwrap()
+    else {
+        panic!("fence 5 is newer than 0");
+    };
+    sqlx::query("UPDATE shared_resources SET value = 'half-done' WHERE id = $1")
+        .bind(resource.as_str())
+        .execute(tx.conn())
+        .await
+        .unwrap();
+    let failed = sqlx::query("INSERT INTO no_such_table VALUES (1)")
+        .execute(tx.conn())
+        .await;
+    assert!(failed.is_err());
+    assert!(
+        tx.commit().await.is_err(),
+        "an aborted transaction cannot commit"
+    );
+    assert_eq!(
+        store.read(&resource).await.unwrap(),
+        Some((String::new(), 0))
+    );
+
+    // The same fence succeeds when the mutations do.
+    let GuardCheck::Open(mut tx) = store.begin_guarded(&resource, fence, &owner).await.unwrap()
+    else {
+        panic!("the rolled-back attempt must not have raised the guard");
+    };
+    sqlx::query("UPDATE shared_resources SET value = 'done' WHERE id = $1")
+        .bind(resource.as_str())
+        .execute(tx.conn())
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    assert_eq!(store.read(&resource).await.unwrap().unwrap().0, "done");
+
+    for stale in [5, 4] {
+        match store
+            .begin_guarded(&resource, Fence::new(stale).unwrap(), &owner)
+            .await
+            .unwrap()
+        {
+            GuardCheck::Stale { last_fence } => assert_eq!(last_fence, 5),
+            other => panic!("fence {stale} must be refused, got {other:?}"),
+        }
+    }
+    let missing = fresh_resource("guard-missing");
+    assert!(matches!(
+        store.begin_guarded(&missing, fence, &owner).await.unwrap(),
+        GuardCheck::NotFound
+    ));
+    let outcomes: Vec<_> = store
+        .fence_log(&resource)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| (e.fence, e.outcome))
+        .collect();
+    assert_eq!(
+        outcomes,
+        vec![
+            (5, LogOutcome::Accepted),
+            (5, LogOutcome::Stale),
+            (4, LogOutcome::Stale)
+        ]
+    );
+}
+
+#[tokio::test]
+async fn job_completion_is_idempotent_on_redelivery() {
+    let store = store().await;
+    let resource = fresh_resource("job");
+    store.ensure_resource(&resource).await.unwrap();
+    let job_id = JobId::new(format!("job-{}", uuid::Uuid::new_v4())).unwrap();
+    let job = |fence, value: &str| JobWrite {
+        job_id: job_id.clone(),
+        write: write(&resource, fence, value),
+    };
+    assert!(!store.is_completed(&job_id).await.unwrap());
+    assert_eq!(
+        store.apply_job(&job(1, "first")).await.unwrap(),
+        JobOutcome::Applied
+    );
+    assert!(store.is_completed(&job_id).await.unwrap());
+    // Redelivered after a crash before the ack, under a newer lease.
+    assert_eq!(
+        store.apply_job(&job(2, "second")).await.unwrap(),
+        JobOutcome::AlreadyDone
+    );
+    assert_eq!(
+        store.read(&resource).await.unwrap(),
+        Some(("first".into(), 1))
+    );
+    // The duplicate did not raise the guard either: fence 2 is still usable.
+    let other = JobWrite {
+        job_id: JobId::new(format!("other-{}", uuid::Uuid::new_v4())).unwrap(),
+        write: write(&resource, 2, "other"),
+    };
+    assert_eq!(store.apply_job(&other).await.unwrap(), JobOutcome::Applied);
+    let outcomes: Vec<_> = store
+        .fence_log(&resource)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.outcome)
+        .collect();
+    assert_eq!(
+        outcomes,
+        vec![
+            LogOutcome::Accepted,
+            LogOutcome::Duplicate,
+            LogOutcome::Accepted
+        ]
+    );
+}
+
+#[tokio::test]
+async fn fence_log_is_append_only() {
+    let store = store().await;
+    let resource = fresh_resource("append-only");
+    store.ensure_resource(&resource).await.unwrap();
+    store.write_fenced(&write(&resource, 1, "a")).await.unwrap();
+    let update = sqlx::query("UPDATE fence_log SET fence = 99 WHERE resource_id = $1")
+        .bind(resource.as_str())
+        .execute(store.pool())
+        .await;
+    assert!(update.unwrap_err().to_string().contains("append-only"));
+    let delete = sqlx::query("DELETE FROM fence_log WHERE resource_id = $1")
+        .bind(resource.as_str())
+        .execute(store.pool())
+        .await;
+    assert!(delete.is_err());
+    assert_eq!(store.fence_log(&resource).await.unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn postgres_fence_counter_increases_across_owners() {
+    let store = store().await;
+    let config = LockConfig::builder()
+        .fence_source(FenceSourceKind::Postgres)
+        .lease_ms(2_000)
+        .build()
+        .unwrap();
+    let resource = fresh_resource("pg-fence");
+    let mut fences = Vec::new();
+    for _ in 0..6 {
+        // A new client each time: different owners, as different processes would be.
+        let lock = LockClient::builder(redis().await, config.clone())
+            .postgres_fences(store.clone())
+            .build()
+            .unwrap();
+        let AcquireOutcome::Acquired(lease) = lock.acquire(&resource).await.unwrap() else {
+            panic!("free resource");
+        };
+        fences.push(lease.fence().get());
+        lock.release(&lease).await.unwrap();
+    }
+    assert!(fences.windows(2).all(|w| w[0] < w[1]), "fences {fences:?}");
+    assert_eq!(fences[0], 1);
+    // The Redis counter was not used.
+    let mut conn = redis().await;
+    assert_eq!(get(&mut conn, &format!("fence:{{{resource}}}")).await, None);
+}
+
+#[tokio::test]
+async fn invalid_store_inputs_are_typed_errors() {
+    assert_eq!(JobId::new(""), Err(InvalidInput::JobId));
+    assert_eq!(JobId::new("a\tb"), Err(InvalidInput::JobId));
+    assert_eq!(Fence::new(0), Err(InvalidInput::Fence { value: 0 }));
+    assert_eq!(Fence::new(-3), Err(InvalidInput::Fence { value: -3 }));
+    let err = PgFencedStore::connect("postgres://postgres@127.0.0.1:1/redfence")
+        .await
+        .unwrap_err();
+    assert!(matches!(err, StoreError::Database(_)), "got {err:?}");
+}
