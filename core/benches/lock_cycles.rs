@@ -1,1 +1,199 @@
-fn main() {}
+//! Acquire+release cycles per second against a real redis-server, for three
+//! locks measured in one run so the ratios share one machine state:
+//!
+//! - `redfence`: this crate's `LockClient::acquire` + `release` (lease *and* fence);
+//! - `plain`: `SET NX PX` + the compare-and-delete script, the minimal safe pair
+//!   (no fence);
+//! - `rslock`: the `rslock` crate's `lock` + `unlock` (Redlock on one node, no fence).
+//!
+//! Each is run with 1 and with 16 concurrent tasks sharing one multiplexed
+//! connection; every task cycles its own resource so that the numbers measure
+//! the protocol's cost, not contention. Rounds alternate the three locks and
+//! the median round is reported, to even out drift on a shared 2-core machine.
+//!
+//! Run: `scripts/with-services cargo bench -p redfence-core` (or `just bench`).
+//! Under `cargo test` (no `--bench` argument) it runs as a smoke test: one
+//! short round per lock, checking each completes cycles, no numbers claimed.
+//! `REDFENCE_BENCH_SECONDS` (default 2) sets the length of one measurement;
+//! `REDFENCE_BENCH_TASKS` (default `1,16`) the task counts and
+//! `REDFENCE_BENCH_ONLY` (`redfence`, `plain`, `rslock`) one lock, for profiling.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use redfence_core::{AcquireOutcome, LockClient, LockConfig, ResourceName};
+use redis::aio::MultiplexedConnection;
+
+const ROUNDS: usize = 3;
+const TASK_COUNTS: [usize; 2] = [1, 16];
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Contender {
+    Redfence,
+    Plain,
+    Rslock,
+}
+
+impl Contender {
+    fn name(self) -> &'static str {
+        match self {
+            Contender::Redfence => "redfence",
+            Contender::Plain => "plain SET NX PX + CAD",
+            Contender::Rslock => "rslock",
+        }
+    }
+}
+
+fn main() {
+    let url = std::env::var("REDFENCE_REDIS_URL").unwrap_or_else(|_| {
+        eprintln!("REDFENCE_REDIS_URL is not set: run `scripts/with-services cargo bench -p redfence-core`");
+        std::process::exit(2);
+    });
+    let seconds: f64 = std::env::var("REDFENCE_BENCH_SECONDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(2.0);
+    let smoke = !std::env::args().any(|a| a == "--bench");
+    let (rounds, seconds) = if smoke { (1, 0.2) } else { (ROUNDS, seconds) };
+    let window = Duration::from_secs_f64(seconds);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async move {
+        if smoke {
+            println!("smoke run (use `cargo bench` for numbers)");
+        }
+        println!("acquire+release cycles/s, median of {rounds} rounds of {seconds} s each");
+        println!(
+            "{:<8} {:<24} {:>12} {:>12}",
+            "tasks", "lock", "cycles/s", "vs rslock"
+        );
+        let task_counts: Vec<usize> = match std::env::var("REDFENCE_BENCH_TASKS") {
+            Ok(list) => list
+                .split(',')
+                .map(|t| {
+                    t.trim()
+                        .parse()
+                        .expect("REDFENCE_BENCH_TASKS: comma-separated task counts")
+                })
+                .collect(),
+            Err(_) => TASK_COUNTS.to_vec(),
+        };
+        for tasks in task_counts {
+            let mut contenders = vec![Contender::Rslock, Contender::Plain, Contender::Redfence];
+            if let Ok(only) = std::env::var("REDFENCE_BENCH_ONLY") {
+                contenders.retain(|c| c.name().starts_with(only.as_str()));
+            }
+            let mut results: Vec<Vec<f64>> = vec![Vec::new(); contenders.len()];
+            for _ in 0..rounds {
+                for (i, c) in contenders.iter().enumerate() {
+                    let rate = measure(*c, &url, tasks, window).await;
+                    assert!(rate > 0.0, "{} completed no cycle", c.name());
+                    results[i].push(rate);
+                }
+            }
+            let medians: Vec<f64> = results
+                .into_iter()
+                .map(|mut r| {
+                    r.sort_by(|a, b| a.partial_cmp(b).unwrap());
+                    r[r.len() / 2]
+                })
+                .collect();
+            let baseline = medians[0];
+            for (c, m) in contenders.iter().zip(&medians) {
+                println!(
+                    "{:<8} {:<24} {:>12.0} {:>11.2}x",
+                    tasks,
+                    c.name(),
+                    m,
+                    m / baseline
+                );
+            }
+        }
+    });
+}
+
+async fn measure(contender: Contender, url: &str, tasks: usize, window: Duration) -> f64 {
+    let client = redis::Client::open(url).unwrap();
+    let conn = client.get_multiplexed_async_connection().await.unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let cycles = Arc::new(AtomicU64::new(0));
+    let rslock = Arc::new(rslock::LockManager::new(vec![url.to_owned()]));
+    let config = LockConfig::builder().lease_ms(30_000).build().unwrap();
+    let lock = LockClient::new(conn.clone(), config).unwrap();
+    let run = uuid::Uuid::new_v4();
+    let mut handles = Vec::new();
+    for task in 0..tasks {
+        let (stop, cycles, rslock, lock) =
+            (stop.clone(), cycles.clone(), rslock.clone(), lock.clone());
+        let mut conn = conn.clone();
+        let resource = ResourceName::new(format!("bench-{run}-{task}")).unwrap();
+        handles.push(tokio::spawn(async move {
+            while !stop.load(Ordering::Relaxed) {
+                match contender {
+                    Contender::Redfence => redfence_cycle(&lock, &resource).await,
+                    Contender::Plain => plain_cycle(&mut conn, &resource).await,
+                    Contender::Rslock => rslock_cycle(&rslock, &resource).await,
+                }
+                cycles.fetch_add(1, Ordering::Relaxed);
+            }
+        }));
+    }
+    // Warm-up: connections, script loading, allocator.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let start_cycles = cycles.load(Ordering::Relaxed);
+    let started = Instant::now();
+    tokio::time::sleep(window).await;
+    let done = cycles.load(Ordering::Relaxed) - start_cycles;
+    let elapsed = started.elapsed();
+    stop.store(true, Ordering::Relaxed);
+    for h in handles {
+        h.await.unwrap();
+    }
+    done as f64 / elapsed.as_secs_f64()
+}
+
+async fn redfence_cycle(lock: &LockClient<MultiplexedConnection>, resource: &ResourceName) {
+    match lock.acquire(resource).await.unwrap() {
+        AcquireOutcome::Acquired(lease) => assert!(lock.release(&lease).await.unwrap()),
+        other => panic!("uncontended resource: {other:?}"),
+    }
+}
+
+async fn plain_cycle(conn: &mut MultiplexedConnection, resource: &ResourceName) {
+    let key = format!("lock:{{{resource}}}");
+    let token = uuid::Uuid::new_v4().to_string();
+    let set: Option<String> = redis::cmd("SET")
+        .arg(&key)
+        .arg(&token)
+        .arg("NX")
+        .arg("PX")
+        .arg(30_000)
+        .query_async(conn)
+        .await
+        .unwrap();
+    assert!(set.is_some());
+    let released: i64 = plain_release()
+        .key(&key)
+        .arg(&token)
+        .invoke_async(conn)
+        .await
+        .unwrap();
+    assert_eq!(released, 1);
+}
+
+fn plain_release() -> &'static redis::Script {
+    static SCRIPT: std::sync::OnceLock<redis::Script> = std::sync::OnceLock::new();
+    SCRIPT.get_or_init(|| redis::Script::new(redfence_core::scripts::RELEASE_LUA))
+}
+
+async fn rslock_cycle(manager: &rslock::LockManager, resource: &ResourceName) {
+    let lock = manager
+        .lock(resource.as_str().as_bytes(), Duration::from_secs(30))
+        .await
+        .unwrap();
+    manager.unlock(&lock).await;
+}

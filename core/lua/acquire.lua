@@ -13,8 +13,10 @@
 --   {2, "<fence>"} this owner token already holds the lease: a retry after a
 --                  lost reply learns that its first attempt won (idempotent);
 --   {0, false}     another owner holds the lease.
--- The fence travels as a string because Lua numbers are doubles and a
--- counter past 2^53 would be rounded on the way out.
+-- The fence travels as the counter's own string (read back with GET), never
+-- through a Lua number: Lua 5.1 numbers are doubles, and tostring() prints
+-- only 14 significant digits, so a counter past 10^14 would come out as
+-- "1.2345678901234e+14".
 
 local holder = redis.call('GET', KEYS[1])
 if holder == ARGV[1] then
@@ -32,7 +34,8 @@ end
 -- left behind. Gaps in the counter are harmless; only order matters.
 local fence = false
 if ARGV[3] == '1' then
-    fence = tostring(redis.call('INCR', KEYS[2]))
+    redis.call('INCR', KEYS[2])
+    fence = redis.call('GET', KEYS[2])
 end
 redis.call('PSETEX', KEYS[1], ARGV[2], ARGV[1])
 return {1, fence}

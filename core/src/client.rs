@@ -245,7 +245,7 @@ where
         resource: &ResourceName,
         owner: &OwnerToken,
     ) -> Result<AcquireOutcome, LockError> {
-        let rtype = resource.resource_type();
+        let rtype = &resource.resource_type_shared();
         let started = Instant::now();
         let deadline = started + Duration::from_millis(self.config.acquire_deadline_ms());
         let attempts_max = self.config.attempts_max();
@@ -265,7 +265,7 @@ where
                         waited.as_secs_f64(),
                     );
                     tracing::info!(
-                        resource_type = rtype,
+                        resource_type = &**rtype,
                         resource_hash = %resource.id_hash(),
                         owner = %owner,
                         fence = lease.fence.get(),
@@ -283,7 +283,7 @@ where
                 Err(e) => {
                     telemetry::count_with(LOCK_ACQUIRE_TOTAL, rtype, "result", "redis_error");
                     tracing::warn!(
-                        resource_type = rtype,
+                        resource_type = &**rtype,
                         resource_hash = %resource.id_hash(),
                         owner = %owner,
                         error = %e,
@@ -313,7 +313,7 @@ where
         telemetry::count_with(LOCK_ACQUIRE_TOTAL, rtype, "result", "timeout");
         telemetry::observe_seconds(LOCK_ACQUIRE_DURATION_SECONDS, rtype, waited.as_secs_f64());
         tracing::info!(
-            resource_type = rtype,
+            resource_type = &**rtype,
             resource_hash = %resource.id_hash(),
             owner = %owner,
             attempts,
@@ -330,7 +330,7 @@ where
         resource: &ResourceName,
         owner: &OwnerToken,
     ) -> Result<Attempt, LockError> {
-        let rtype = resource.resource_type();
+        let rtype = &resource.resource_type_shared();
         let keys = self.config.keys();
         let issue_in_script = self.fences.kind() == FenceSourceKind::RedisCounter;
         let mut invocation = scripts().acquire.prepare_invoke();
@@ -382,7 +382,7 @@ where
                     }
                     reasks += 1;
                     tracing::warn!(
-                        resource_type = rtype,
+                        resource_type = &**rtype,
                         resource_hash = %resource.id_hash(),
                         owner = %owner,
                         reasks,
@@ -451,7 +451,7 @@ where
         };
         telemetry::count_with(
             LOCK_RENEW_TOTAL,
-            lease.resource.resource_type(),
+            &lease.resource.resource_type_shared(),
             "result",
             result,
         );
@@ -462,11 +462,11 @@ where
     /// `Ok(false)`: it had expired or belongs to someone else (left untouched).
     pub async fn release(&self, lease: &Lease) -> Result<bool, LockError> {
         let released = self.release_token(&lease.resource, &lease.owner).await;
-        let rtype = lease.resource.resource_type();
+        let rtype = &lease.resource.resource_type_shared();
         let held = lease.sent_at.elapsed();
         telemetry::observe_seconds(LOCK_HOLD_DURATION_SECONDS, rtype, held.as_secs_f64());
         tracing::info!(
-            resource_type = rtype,
+            resource_type = &**rtype,
             resource_hash = %lease.resource.id_hash(),
             owner = %lease.owner,
             fence = lease.fence.get(),

@@ -131,10 +131,10 @@ where
                 biased;
                 output = &mut job => return Held { output, lease_lost },
                 lost = &mut keeper => {
-                    let rtype = lease.resource().resource_type();
+                    let rtype = &lease.resource().resource_type_shared();
                     telemetry::count_with(LOCK_LEASE_LOST_TOTAL, rtype, "reason", lost.reason());
                     tracing::warn!(
-                        resource_type = rtype,
+                        resource_type = &**rtype,
                         resource_hash = %lease.resource().id_hash(),
                         owner = %lease.owner(),
                         fence = lease.fence().get(),

@@ -7,6 +7,7 @@
 //! script touching both requires. A brace inside the name would move the tag.
 
 use std::fmt;
+use std::sync::Arc;
 
 use crate::error::InvalidInput;
 
@@ -24,10 +25,13 @@ pub const KEY_PREFIX_LEN_MAX: usize = 64;
 ///
 /// Metrics carry the type, never the name: names are unbounded in number and
 /// would explode label cardinality.
+///
+/// Both parts are shared strings: a name is cloned into every lease and
+/// label, and a clone should not allocate on the acquire path.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ResourceName {
-    name: String,
-    resource_type: String,
+    name: Arc<str>,
+    resource_type: Arc<str>,
 }
 
 impl ResourceName {
@@ -54,8 +58,8 @@ impl ResourceName {
             });
         }
         Ok(Self {
-            name,
-            resource_type: "default".to_owned(),
+            name: name.into(),
+            resource_type: Arc::from("default"),
         })
     }
 
@@ -68,7 +72,7 @@ impl ResourceName {
         if resource_type.is_empty() || resource_type.len() > RESOURCE_TYPE_LEN_MAX || !valid_chars {
             return Err(InvalidInput::ResourceType { resource_type });
         }
-        self.resource_type = resource_type;
+        self.resource_type = resource_type.into();
         Ok(self)
     }
 
@@ -80,6 +84,11 @@ impl ResourceName {
     /// The resource type, safe to use as a metric label.
     pub fn resource_type(&self) -> &str {
         &self.resource_type
+    }
+
+    /// The resource type as a shared string, for metric labels without a copy.
+    pub fn resource_type_shared(&self) -> Arc<str> {
+        self.resource_type.clone()
     }
 
     /// A stable 64-bit FNV-1a hash of the name, in hex, for logs that must not

@@ -5,6 +5,10 @@
 //! Metrics go through the `metrics` facade, so the application picks the
 //! exporter; without one installed, recording costs next to nothing.
 
+use std::sync::Arc;
+
+use metrics::SharedString;
+
 /// Acquire outcomes; label `result` = `acquired` | `contended` | `timeout` | `redis_error`.
 /// `contended` counts single attempts that found the lock held; `timeout`
 /// counts `acquire` calls that gave up (deadline or attempts) and returned retry-later.
@@ -58,20 +62,23 @@ pub fn describe() {
     describe_counter!(LOCK_REASK_TOTAL, "re-asks after an indeterminate reply");
 }
 
-pub(crate) fn count(name: &'static str, resource_type: &str) {
-    metrics::counter!(name, "resource_type" => resource_type.to_owned()).increment(1);
+// Label values are `Arc<str>` so that recording does not copy the type name.
+pub(crate) fn count(name: &'static str, resource_type: &Arc<str>) {
+    metrics::counter!(name, "resource_type" => SharedString::from(resource_type.clone()))
+        .increment(1);
 }
 
 pub(crate) fn count_with(
     name: &'static str,
-    resource_type: &str,
+    resource_type: &Arc<str>,
     label: &'static str,
     value: &'static str,
 ) {
-    metrics::counter!(name, "resource_type" => resource_type.to_owned(), label => value)
+    metrics::counter!(name, "resource_type" => SharedString::from(resource_type.clone()), label => value)
         .increment(1);
 }
 
-pub(crate) fn observe_seconds(name: &'static str, resource_type: &str, seconds: f64) {
-    metrics::histogram!(name, "resource_type" => resource_type.to_owned()).record(seconds);
+pub(crate) fn observe_seconds(name: &'static str, resource_type: &Arc<str>, seconds: f64) {
+    metrics::histogram!(name, "resource_type" => SharedString::from(resource_type.clone()))
+        .record(seconds);
 }

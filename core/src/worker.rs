@@ -123,7 +123,7 @@ where
         F: FnOnce(Fence) -> Fut,
         Fut: Future<Output = Result<String, String>>,
     {
-        let rtype = resource.resource_type();
+        let rtype = &resource.resource_type_shared();
         let lease = match self.lock.acquire(resource).await {
             Ok(AcquireOutcome::Acquired(lease)) => lease,
             Ok(AcquireOutcome::RetryLater { .. }) => {
@@ -161,7 +161,7 @@ where
                     telemetry::count(FENCE_REJECTED_TOTAL, rtype);
                     telemetry::count_with(LOCK_LEASE_LOST_TOTAL, rtype, "reason", "fence_rejected");
                     tracing::warn!(
-                        resource_type = rtype,
+                        resource_type = &**rtype,
                         resource_hash = %resource.id_hash(),
                         owner = %owner,
                         fence = fence.get(),

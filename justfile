@@ -1,0 +1,22 @@
+# Shortcuts only: the scripts are the source of truth, so CI (.ci/run) and
+# `just` always run the same thing.
+
+# Whole test suite, throwaway Redis/PostgreSQL servers included
+test *ARGS:
+    scripts/test {{ARGS}}
+
+# Benchmarks against the same throwaway servers
+bench:
+    scripts/with-services cargo bench -p redfence-core
+
+# Interactive shell with the servers up and REDFENCE_* exported
+services:
+    scripts/with-services bash
+
+# Format all crates
+fmt:
+    cargo fmt --all
+
+# Lints, warnings as errors (as CI should)
+clippy:
+    cargo clippy --workspace --all-targets -- -D warnings
