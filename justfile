@@ -8,6 +8,11 @@ test *ARGS:
 # Benchmarks against the same throwaway servers
 bench:
     scripts/with-services cargo bench -p redfence-core
+    cargo bench -p redfence-sim
+
+# The simulation's determinism and fault tests only
+sim *ARGS:
+    cargo test -p redfence-sim {{ARGS}}
 
 # Interactive shell with the servers up and REDFENCE_* exported
 services:

@@ -65,8 +65,3 @@ pub use store::{
     FenceLogEntry, FencedStore, FencedWrite, JobId, JobOutcome, JobWrite, LogOutcome, WriteOutcome,
 };
 pub use worker::{JobError, OwnershipLost, ProcessOutcome, Worker};
-
-// The README's code compiles, or the doctests fail.
-#[doc = include_str!("../../README.md")]
-#[cfg(doctest)]
-pub struct ReadmeDoctests;

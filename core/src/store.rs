@@ -36,6 +36,12 @@ impl JobId {
     }
 }
 
+impl std::fmt::Display for JobId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
 /// One fenced write: set `value` on `resource` if `fence` is newer than the last accepted.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FencedWrite {

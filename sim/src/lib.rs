@@ -1,0 +1,26 @@
+//! # redfence-sim
+//!
+//! The deterministic simulation world. The unchanged `redfence-core` lock and
+//! the real `redis` crate client run inside a turmoil simulation, speaking
+//! RESP over simulated TCP to a simulated Redis that executes the very same
+//! Lua files from `core/lua/`, and writing through a simulated fenced store
+//! with the Postgres store's semantics. Network, clock and every random
+//! choice follow one `u64` seed: the same seed gives a byte-identical trace.
+//!
+//! Start at [`world::WorldBuilder`].
+
+#![warn(missing_docs)]
+
+pub mod connection;
+pub mod redis;
+pub mod seeds;
+pub mod store;
+pub mod trace;
+pub mod workload;
+pub mod world;
+
+// The README's code (the lock library and the world) compiles, or the
+// doctests fail. It lives here because this crate sees both.
+#[doc = include_str!("../../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

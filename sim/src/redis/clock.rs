@@ -1,0 +1,91 @@
+//! The server's notion of "now", in milliseconds on one timeline.
+//!
+//! Why a type: deadlines, `PTTL` answers and ownership-log timestamps must
+//! all come from the same clock, and in the simulation that clock is
+//! turmoil's (`sim_elapsed`), never the wall clock. Outside turmoil (the
+//! differential test) it is tokio's `Instant` since the server started. Unit
+//! tests drive a manual clock.
+//!
+//! Redis checks expire-time overflow against Unix milliseconds; to give the
+//! same `invalid expire time` answers near `i64::MAX`, commands add
+//! [`WALL_CLOCK_BASE_MS`] (a fixed, notional Unix time) before those checks.
+
+use std::cell::Cell;
+use std::rc::Rc;
+
+/// Notional Unix time (ms) of timeline 0, used only so that overflow checks
+/// on expire times behave like a real server's (which adds `mstime()`).
+pub(crate) const WALL_CLOCK_BASE_MS: i64 = 1_700_000_000_000;
+
+/// Where time comes from.
+#[derive(Clone)]
+pub(crate) enum Clock {
+    /// turmoil's simulated time since the simulation started.
+    Turmoil {
+        /// The last time observed, for when no host context is available
+        /// (the world peeking between steps, or the crash hook).
+        last_seen_ms: Rc<Cell<u64>>,
+    },
+    /// tokio's clock since the server started (real time in practice).
+    Tokio {
+        /// When the server started.
+        start: tokio::time::Instant,
+    },
+    /// Set by hand (unit tests).
+    #[cfg_attr(not(test), allow(dead_code))]
+    Manual(Rc<Cell<u64>>),
+}
+
+impl Clock {
+    pub(crate) fn turmoil() -> Self {
+        let clock = Clock::Turmoil {
+            last_seen_ms: Rc::new(Cell::new(0)),
+        };
+        clock.now_ms();
+        clock
+    }
+
+    pub(crate) fn tokio() -> Self {
+        Clock::Tokio {
+            start: tokio::time::Instant::now(),
+        }
+    }
+
+    /// Milliseconds on this server's timeline. Under turmoil, outside a host
+    /// context this is the last time seen inside one (never the OS clock).
+    pub(crate) fn now_ms(&self) -> u64 {
+        match self {
+            Clock::Turmoil { last_seen_ms } => match turmoil::sim_elapsed() {
+                Some(elapsed) => {
+                    let now_ms = u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX);
+                    // Time never runs backwards on one timeline.
+                    let now_ms = now_ms.max(last_seen_ms.get());
+                    last_seen_ms.set(now_ms);
+                    now_ms
+                }
+                None => last_seen_ms.get(),
+            },
+            Clock::Tokio { start } => {
+                u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX)
+            }
+            Clock::Manual(now_ms) => now_ms.get(),
+        }
+    }
+
+    /// The last time observed, without consulting any runtime: safe in
+    /// `Drop` during a turmoil crash.
+    pub(crate) fn last_seen_ms(&self) -> u64 {
+        match self {
+            Clock::Turmoil { last_seen_ms } => last_seen_ms.get(),
+            Clock::Tokio { start } => {
+                u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX)
+            }
+            Clock::Manual(now_ms) => now_ms.get(),
+        }
+    }
+
+    /// Whether a heartbeat task is needed to keep `last_seen_ms` fresh.
+    pub(crate) fn needs_heartbeat(&self) -> bool {
+        matches!(self, Clock::Turmoil { .. })
+    }
+}

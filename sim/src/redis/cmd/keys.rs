@@ -1,0 +1,192 @@
+//! Generic key commands: DEL, EXISTS, EXPIRE, PEXPIRE (with NX XX GT LT),
+//! TTL, PTTL, DBSIZE, FLUSHDB, FLUSHALL.
+//!
+//! EXPIRE/PEXPIRE follow Redis 7.0's `expireGenericCommand` step by step:
+//! options first, then the integer, then overflow checks against (notional)
+//! Unix milliseconds, then the key lookup, then NX/XX/GT/LT, and a deadline
+//! already in the past deletes the key (on a primary) and answers 1.
+
+use super::super::clock::WALL_CLOCK_BASE_MS;
+use super::super::frame::Frame;
+use super::super::keyspace::Entry;
+use super::super::server::Exec;
+use super::{c_str, err, int_arg, is, Outcome};
+
+pub(super) fn del(exec: &mut Exec<'_>, args: &[Vec<u8>]) -> Outcome {
+    let mut ks = exec.keyspace();
+    let deleted = args[1..]
+        .iter()
+        .filter(|key| ks.delete(exec.db, key, exec.now_ms))
+        .count();
+    Frame::Integer(deleted as i64).into()
+}
+
+pub(super) fn exists(exec: &mut Exec<'_>, args: &[Vec<u8>]) -> Outcome {
+    let mut ks = exec.keyspace();
+    // Each argument counts, so a key named twice counts twice (as Redis).
+    let found = args[1..]
+        .iter()
+        .filter(|key| ks.lookup(exec.db, key, exec.now_ms).is_some())
+        .count();
+    Frame::Integer(found as i64).into()
+}
+
+pub(super) fn expire(exec: &mut Exec<'_>, args: &[Vec<u8>]) -> Outcome {
+    expire_generic(exec, args, 1000, "expire").into()
+}
+
+pub(super) fn pexpire(exec: &mut Exec<'_>, args: &[Vec<u8>]) -> Outcome {
+    expire_generic(exec, args, 1, "pexpire").into()
+}
+
+#[derive(Default)]
+struct ExpireFlags {
+    nx: bool,
+    xx: bool,
+    gt: bool,
+    lt: bool,
+}
+
+fn expire_flags(args: &[Vec<u8>]) -> Result<ExpireFlags, Frame> {
+    let mut f = ExpireFlags::default();
+    for opt in &args[3..] {
+        if is(opt, "NX") {
+            f.nx = true;
+        } else if is(opt, "XX") {
+            f.xx = true;
+        } else if is(opt, "GT") {
+            f.gt = true;
+        } else if is(opt, "LT") {
+            f.lt = true;
+        } else {
+            let mut text = b"ERR Unsupported option ".to_vec();
+            text.extend_from_slice(c_str(opt));
+            return Err(Frame::error(text));
+        }
+    }
+    if f.nx && (f.xx || f.gt || f.lt) {
+        return Err(Frame::error(
+            "ERR NX and XX, GT or LT options at the same time are not compatible",
+        ));
+    }
+    if f.gt && f.lt {
+        return Err(Frame::error(
+            "ERR GT and LT options at the same time are not compatible",
+        ));
+    }
+    Ok(f)
+}
+
+fn expire_generic(exec: &mut Exec<'_>, args: &[Vec<u8>], unit_ms: i64, command: &str) -> Frame {
+    let invalid = || Frame::error(format!("ERR invalid expire time in '{command}' command"));
+    let flags = match expire_flags(args) {
+        Ok(f) => f,
+        Err(e) => return e,
+    };
+    let mut when = match int_arg(&args[2]) {
+        Ok(n) => n,
+        Err(e) => return e,
+    };
+    if unit_ms == 1000 {
+        if !(i64::MIN / 1000..=i64::MAX / 1000).contains(&when) {
+            return invalid();
+        }
+        when *= 1000;
+    }
+    let now_wall_ms = WALL_CLOCK_BASE_MS + exec.now_ms as i64;
+    if when > i64::MAX - now_wall_ms {
+        return invalid();
+    }
+    let when_wall_ms = when + now_wall_ms;
+    let key = &args[1];
+    let mut ks = exec.keyspace();
+    let Some(entry) = ks.lookup(exec.db, key, exec.now_ms).cloned() else {
+        return Frame::Integer(0);
+    };
+    // Current deadline in wall ms; -1 for "no TTL" as in Redis.
+    let current = entry
+        .expires_at_ms
+        .map_or(-1, |d| WALL_CLOCK_BASE_MS + d as i64);
+    let refused = (flags.nx && current != -1)
+        || (flags.xx && current == -1)
+        || (flags.gt && (when_wall_ms <= current || current == -1))
+        || (flags.lt && current != -1 && when_wall_ms >= current);
+    if refused {
+        return Frame::Integer(0);
+    }
+    if when_wall_ms <= now_wall_ms {
+        // Already in the past: Redis deletes right away (primaries only;
+        // replicas never get here since EXPIRE is a write).
+        ks.delete(exec.db, key, exec.now_ms);
+        return Frame::Integer(1);
+    }
+    let deadline_ms = match u64::try_from(when_wall_ms - WALL_CLOCK_BASE_MS) {
+        Ok(d) => d,
+        Err(_) => return invalid(),
+    };
+    ks.put(
+        exec.db,
+        key,
+        Entry {
+            value: entry.value,
+            expires_at_ms: Some(deadline_ms),
+        },
+        exec.now_ms,
+    );
+    Frame::Integer(1)
+}
+
+fn ttl_generic(exec: &mut Exec<'_>, key: &[u8], output_ms: bool) -> Frame {
+    let mut ks = exec.keyspace();
+    let Some(entry) = ks.lookup(exec.db, key, exec.now_ms) else {
+        return Frame::Integer(-2);
+    };
+    match entry.expires_at_ms {
+        None => Frame::Integer(-1),
+        Some(deadline_ms) => {
+            let ttl_ms = deadline_ms.saturating_sub(exec.now_ms) as i64;
+            Frame::Integer(if output_ms {
+                ttl_ms
+            } else {
+                (ttl_ms + 500) / 1000
+            })
+        }
+    }
+}
+
+pub(super) fn ttl(exec: &mut Exec<'_>, args: &[Vec<u8>]) -> Outcome {
+    ttl_generic(exec, &args[1], false).into()
+}
+
+pub(super) fn pttl(exec: &mut Exec<'_>, args: &[Vec<u8>]) -> Outcome {
+    ttl_generic(exec, &args[1], true).into()
+}
+
+pub(super) fn dbsize(exec: &mut Exec<'_>, _args: &[Vec<u8>]) -> Outcome {
+    Frame::Integer(exec.keyspace().db_len(exec.db) as i64).into()
+}
+
+/// FLUSHDB/FLUSHALL accept an optional ASYNC or SYNC (both synchronous here).
+fn flush_mode_ok(args: &[Vec<u8>]) -> Result<(), Frame> {
+    match args.len() {
+        1 => Ok(()),
+        2 if is(&args[1], "SYNC") || is(&args[1], "ASYNC") => Ok(()),
+        _ => Err(Frame::error(err::SYNTAX)),
+    }
+}
+
+pub(super) fn flushdb(exec: &mut Exec<'_>, args: &[Vec<u8>]) -> Outcome {
+    if let Err(e) = flush_mode_ok(args) {
+        return e.into();
+    }
+    exec.keyspace().flush(Some(exec.db), exec.now_ms);
+    Frame::ok().into()
+}
+
+pub(super) fn flushall(exec: &mut Exec<'_>, args: &[Vec<u8>]) -> Outcome {
+    if let Err(e) = flush_mode_ok(args) {
+        return e.into();
+    }
+    exec.keyspace().flush(None, exec.now_ms);
+    Frame::ok().into()
+}

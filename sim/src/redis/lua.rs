@@ -1,0 +1,724 @@
+//! The embedded Lua 5.1 (mlua) with Redis 7.0's script environment:
+//! the `redis` library, the sandbox, deterministic `math.random`, the error
+//! handler, and the reply conversion rules in both directions.
+//!
+//! Why most of the library is written in Lua (the `PRELUDE` below): Redis's
+//! error values are Lua tables raised with `lua_error`, positions come from
+//! the Lua stack, and `pcall` flattens error tables to strings. Rust
+//! callbacks in mlua can only raise mlua's own error userdata, so the Rust
+//! side exposes raw primitives that never raise (`backend`, `rand48`,
+//! `sha1hex`) and the Lua side raises exactly what Redis raises, from behind
+//! a C trampoline so that positions match (see [`trampoline`]).
+//!
+//! Conversions (Redis 7.0, RESP2): Redis→Lua: integer → number, bulk →
+//! string, nil → false, array → table, status → `{ok=...}`, error →
+//! `{err=...}` (raised by `redis.call`, returned by `redis.pcall`).
+//! Lua→Redis: number → integer (truncated; out of range → i64::MIN as on
+//! x86), string → bulk, `{err=s}` → error, `{ok=s}` → status, other table →
+//! array cut at the first nil, true → 1, false/nil → nil.
+//!
+//! Sandbox: globals are read-only and unknown globals raise "Script
+//! attempted to access nonexistent global variable"; `os`, `io`, `debug`,
+//! `print`, `require`, `dofile`, `loadfile`, `loadstring`, `getfenv`,
+//! `setfenv`, `module`, `newproxy`, `package` are gone. `cjson`, `bit`,
+//! `cmsgpack` and `struct` are not provided (nothing in redfence uses them).
+//!
+//! Bounds: a script may run at most [`INSTRUCTIONS_MAX`] VM instructions
+//! (Redis would answer BUSY to others instead; a simulation must never
+//! hang), Lua memory is capped at [`MEMORY_MAX_BYTES`], and replies nest at
+//! most [`REPLY_DEPTH_MAX`] deep.
+
+use std::cell::Cell;
+use std::rc::Rc;
+
+use mlua::{Function, HookTriggers, Lua, LuaOptions, StdLib, Table, Value, VmState};
+
+use super::frame::{Frame, MAX_ARRAY_LEN};
+
+/// Most VM instructions one script call may execute.
+pub(crate) const INSTRUCTIONS_MAX: u64 = 200_000_000;
+/// How often the instruction hook runs.
+const HOOK_EVERY_INSTRUCTIONS: u32 = 100_000;
+/// Lua heap limit per server instance.
+pub(crate) const MEMORY_MAX_BYTES: usize = 256 * 1024 * 1024;
+/// Deepest table nesting converted to a reply.
+pub(crate) const REPLY_DEPTH_MAX: usize = 1000;
+
+/// Redis's script library and sandbox, in Lua. Receives the Rust
+/// primitives, returns `set_backend`, `run` and the sandboxed environment.
+const PRELUDE: &str = r#"
+local rand48, sha1hex_raw, dbg = ...
+local real = _G
+local type, error, select, tostring, tonumber = type, error, select, tostring, tonumber
+local rawget, rawset, setmetatable, unpack, xpcall = rawget, rawset, setmetatable, unpack, xpcall
+local raw_pcall, sformat, floor, ceil = pcall, string.format, math.floor, math.ceil
+
+local backend = nil
+local function set_backend(f) backend = f end
+
+-- luaPushErrorBuff: "-CODE msg" keeps CODE; anything else becomes "ERR msg".
+local function error_text(buf)
+  local code, msg
+  if buf:sub(1, 1) == '-' then
+    local sp = buf:find(' ', 1, true)
+    if sp then code, msg = buf:sub(2, sp - 1), buf:sub(sp + 1)
+    else code, msg = 'ERR', buf:sub(2) end
+  else
+    code, msg = 'ERR', buf
+  end
+  msg = msg:gsub('^[\r\n]+', ''):gsub('[\r\n]+$', '')
+  return code .. ' ' .. msg
+end
+
+local function lib_error(raise, text)
+  local e = {err = text}
+  if raise then error(e) end
+  return e
+end
+
+local function call(raise, ...)
+  local n = select('#', ...)
+  if n == 0 then
+    return lib_error(raise, 'ERR Please specify at least one argument for this redis lib call')
+  end
+  local argv = {}
+  for i = 1, n do
+    local v = select(i, ...)
+    local t = type(v)
+    if t == 'string' then argv[i] = v
+    elseif t == 'number' then argv[i] = sformat('%.17g', v)
+    else
+      return lib_error(raise, 'ERR Lua redis lib command arguments must be strings or integers')
+    end
+  end
+  local ok, reply = backend(argv)
+  if ok then return reply end
+  local e = {err = error_text('-' .. reply), ignore_error_stats_update = true}
+  if raise then error(e) end
+  return e
+end
+
+local redis = {}
+local impls = {}
+impls.call = function(...) return call(true, ...) end
+redis.pcall = function(...) return call(false, ...) end
+redis.error_reply = function(...)
+  local s = ...
+  if select('#', ...) ~= 1 or type(s) ~= 'string' then
+    return {err = 'ERR wrong number or type of arguments'}
+  end
+  if s:sub(1, 1) ~= '-' then s = '-' .. s end
+  return {err = error_text(s)}
+end
+redis.status_reply = function(...)
+  local s = ...
+  if select('#', ...) ~= 1 or type(s) ~= 'string' then
+    return {err = 'ERR wrong number or type of arguments'}
+  end
+  return {ok = s}
+end
+impls.sha1hex = function(...)
+  if select('#', ...) ~= 1 then
+    error({err = 'ERR wrong number of arguments'})
+  end
+  local s = ...
+  if type(s) == 'number' then s = tostring(s) end
+  if type(s) ~= 'string' then s = '' end
+  return sha1hex_raw(s)
+end
+impls.log = function(...)
+  local n = select('#', ...)
+  if n < 2 then error({err = 'ERR redis.log() requires two arguments or more.'}) end
+  local level = ...
+  if type(tonumber(level)) ~= 'number' then
+    error({err = 'ERR First argument must be a number'})
+  end
+  level = tonumber(level)
+  if level < 0 or level > 3 then error({err = 'ERR Invalid debug level.'}) end
+end
+impls.setresp = function(v)
+  if v ~= 2 then error({err = 'ERR RESP version must be 2 in this simulation'}) end
+end
+redis.set_repl = function() end
+redis.replicate_commands = function() return true end
+redis.breakpoint = function() return false end
+redis.debug = function() end
+redis.LOG_DEBUG, redis.LOG_VERBOSE, redis.LOG_NOTICE, redis.LOG_WARNING = 0, 1, 2, 3
+redis.REPL_NONE, redis.REPL_AOF, redis.REPL_SLAVE, redis.REPL_REPLICA, redis.REPL_ALL = 0, 1, 2, 2, 3
+
+-- Redis's rand48-based math.random (the C original, in Lua).
+local function checkint(v, narg, fname)
+  local x = tonumber(v)
+  if x == nil then
+    local got = (v == nil) and 'nil' or type(v)
+    error(sformat("bad argument #%d to '%s' (number expected, got %s)", narg, fname, got), 4)
+  end
+  x = (x >= 0) and floor(x) or ceil(x)
+  x = x % 4294967296
+  if x >= 2147483648 then x = x - 4294967296 end
+  return x
+end
+impls.random = function(...)
+  local r = (rand48('next') % 2147483647) / 2147483647
+  local n = select('#', ...)
+  if n == 0 then return r end
+  local a, b = ...
+  if n == 1 then
+    local u = checkint(a, 1, 'random')
+    if not (1 <= u) then error("bad argument #1 to 'random' (interval is empty)", 3) end
+    return floor(r * u) + 1
+  elseif n == 2 then
+    local l = checkint(a, 1, 'random')
+    local u = checkint(b, 2, 'random')
+    if not (l <= u) then error("bad argument #2 to 'random' (interval is empty)", 3) end
+    return floor(r * (u - l + 1)) + l
+  end
+  error('wrong number of arguments', 3)
+end
+impls.randomseed = function(...)
+  if select('#', ...) == 0 then
+    error("bad argument #1 to 'randomseed' (number expected, got no value)", 3)
+  end
+  rand48('seed', checkint((...), 1, 'randomseed'))
+end
+
+-- Read-only views: reads go to the original, writes raise as in Redis.
+local function readonly(t)
+  return setmetatable({}, {
+    __index = t,
+    __newindex = function() error('Attempt to modify a readonly table', 2) end,
+    __metatable = false,
+  })
+end
+
+local math_lib = {}
+for k, v in pairs(math) do math_lib[k] = v end
+
+-- luaRedisPcall: an error table is flattened to its `err` string.
+local function pack(...) return {n = select('#', ...), ...} end
+local function redis_pcall(...)
+  local res = pack(raw_pcall(...))
+  local n = res.n
+  if res[1] == false and type(res[2]) == 'table' then
+    local e = rawget(res[2], 'err')
+    if type(e) == 'string' or type(e) == 'number' then res[2] = e end
+  end
+  return unpack(res, 1, n)
+end
+
+-- The second half runs once the raising functions are wrapped in C
+-- trampolines (see `LuaEngine::new`).
+local function finish(w)
+redis.call, redis.sha1hex, redis.log, redis.setresp = w.call, w.sha1hex, w.log, w.setresp
+math_lib.random, math_lib.randomseed = w.random, w.randomseed
+
+for _, name in ipairs({'os', 'io', 'debug', 'print', 'require', 'dofile', 'loadfile',
+    'loadstring', 'getfenv', 'setfenv', 'module', 'newproxy', 'package'}) do
+  rawset(real, name, nil)
+end
+rawset(real, 'redis', readonly(redis))
+rawset(real, 'math', readonly(math_lib))
+rawset(real, 'string', readonly(string))
+rawset(real, 'table', readonly(table))
+rawset(real, 'coroutine', readonly(coroutine))
+rawset(real, 'pcall', redis_pcall)
+
+-- The scripts' environment: empty, so every read and write goes through
+-- the metatable.
+local env = setmetatable({}, {
+  __index = function(_, k)
+    local v = rawget(real, k)
+    if v == nil and k ~= 'loadstring' then
+      error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2)
+    end
+    return v
+  end,
+  __newindex = function() error('Attempt to modify a readonly table', 2) end,
+  __metatable = false,
+})
+rawset(real, '_G', env)
+
+-- __redis__err__handler, except that it looks for the script's own frame
+-- (our library functions are Lua, Redis's are C).
+local function err_handler(err)
+  local info
+  for level = 2, 64 do
+    local i = dbg.getinfo(level, 'nSl')
+    if not i then break end
+    if i.source == '@user_script' then info = i; break end
+  end
+  if type(err) ~= 'table' then
+    err = {err = 'ERR ' .. tostring(err)}
+  end
+  if info then
+    err['source'] = info.source
+    err['line'] = info.currentline
+  end
+  return err
+end
+
+local function run(f)
+  return xpcall(f, err_handler)
+end
+
+return set_backend, run, env
+end
+
+return impls, finish
+"#;
+
+/// Redis's rand48 (`redisLrand48`), shared with `math.random`.
+#[derive(Clone)]
+pub(crate) struct Rand48(Rc<Cell<u64>>);
+
+impl Rand48 {
+    const MASK: u64 = (1 << 48) - 1;
+    const A: u64 = 0x5_DEEC_E66D;
+    const C: u64 = 0xB;
+
+    /// Seeded like `redisSrand48(0)`.
+    pub(crate) fn new() -> Self {
+        let r = Rand48(Rc::new(Cell::new(0)));
+        r.seed(0);
+        r
+    }
+
+    pub(crate) fn seed(&self, seed: i32) {
+        self.0
+            .set((((seed as u32) as u64) << 16 | 0x330E) & Self::MASK);
+    }
+
+    pub(crate) fn next(&self) -> u32 {
+        let x = (Self::A.wrapping_mul(self.0.get()).wrapping_add(Self::C)) & Self::MASK;
+        self.0.set(x);
+        (x >> 17) as u32
+    }
+}
+
+/// Calls upvalue 1 with all arguments, unprotected, and returns all its
+/// results: a C function, as Redis's library functions are.
+///
+/// Why: Lua 5.1 keeps a script's frame on the stack when it tail-calls a C
+/// function but replaces it when it tail-calls a Lua function, and Redis's
+/// error positions (`on @user_script:1.`) come from that frame. So every
+/// library function that can raise sits behind this trampoline.
+unsafe extern "C-unwind" fn trampoline(state: *mut mlua::ffi::lua_State) -> std::os::raw::c_int {
+    // A "plain old frame": no destructors, so a Lua error may longjmp
+    // through it. LUA_MINSTACK guarantees the one extra slot used here.
+    let nargs = mlua::ffi::lua_gettop(state);
+    mlua::ffi::lua_pushvalue(state, mlua::ffi::lua_upvalueindex(1));
+    mlua::ffi::lua_insert(state, 1);
+    mlua::ffi::lua_call(state, nargs, mlua::ffi::LUA_MULTRET);
+    mlua::ffi::lua_gettop(state)
+}
+
+fn c_trampoline(lua: &Lua, implementation: Function) -> mlua::Result<Function> {
+    // SAFETY: pops the one pushed argument as the closure's upvalue and
+    // leaves exactly the new closure on the stack.
+    unsafe {
+        lua.exec_raw::<Function>(implementation, |state| {
+            mlua::ffi::lua_pushcclosure(state, trampoline, 1);
+        })
+    }
+}
+
+/// One Lua state with the Redis environment installed.
+pub(crate) struct LuaEngine {
+    pub lua: Lua,
+    set_backend: Function,
+    run: Function,
+    env: Table,
+    /// Instructions executed by the current call (checked by the hook).
+    instructions: Rc<Cell<u64>>,
+}
+
+impl LuaEngine {
+    pub(crate) fn new(rand: Rand48) -> mlua::Result<Self> {
+        // SAFETY: `debug` is needed by the error handler, as in Redis; the
+        // prelude keeps it in a local and removes it from the globals, so
+        // scripts never see it. No C modules can be loaded (no `package`).
+        let lua = unsafe {
+            Lua::unsafe_new_with(
+                StdLib::TABLE | StdLib::STRING | StdLib::MATH | StdLib::DEBUG,
+                LuaOptions::new().catch_rust_panics(false),
+            )
+        };
+        lua.set_memory_limit(MEMORY_MAX_BYTES)?;
+        let rand48 = lua.create_function(move |_, (op, seed): (String, Option<f64>)| {
+            if op == "seed" {
+                rand.seed(seed.unwrap_or(0.0) as i32);
+                Ok(0.0)
+            } else {
+                Ok(f64::from(rand.next()))
+            }
+        })?;
+        let sha1hex = lua.create_function(|_, s: mlua::LuaString| {
+            Ok(sha1_smol::Sha1::from(&*s.as_bytes()).digest().to_string())
+        })?;
+        let debug: Table = lua.globals().get("debug")?;
+        let (impls, finish): (Table, Function) = lua
+            .load(PRELUDE)
+            .set_name("=redfence_prelude")
+            .call((rand48, sha1hex, debug))?;
+        let wrapped = lua.create_table()?;
+        for name in ["call", "sha1hex", "log", "setresp", "random", "randomseed"] {
+            let implementation: Function = impls.get(name)?;
+            wrapped.set(name, c_trampoline(&lua, implementation)?)?;
+        }
+        let (set_backend, run, env): (Function, Function, Table) = finish.call(wrapped)?;
+        let instructions = Rc::new(Cell::new(0u64));
+        let counter = instructions.clone();
+        lua.set_hook(
+            HookTriggers::new().every_nth_instruction(HOOK_EVERY_INSTRUCTIONS),
+            move |_, _| {
+                let n = counter.get() + u64::from(HOOK_EVERY_INSTRUCTIONS);
+                counter.set(n);
+                if n > INSTRUCTIONS_MAX {
+                    return Err(mlua::Error::runtime(
+                        "Script exceeded the simulation's instruction limit",
+                    ));
+                }
+                Ok(VmState::Continue)
+            },
+        )?;
+        Ok(Self {
+            lua,
+            set_backend,
+            run,
+            env,
+            instructions,
+        })
+    }
+
+    /// Compiles a script body as Redis does (chunk `@user_script`, text
+    /// only). `Err` carries Lua's message, e.g. `user_script:1: ...`.
+    pub(crate) fn compile(&self, body: &[u8]) -> Result<Function, String> {
+        self.lua
+            .load(body)
+            .set_name("@user_script")
+            .set_mode(mlua::chunk::ChunkMode::Text)
+            .set_environment(self.env.clone())
+            .into_function()
+            .map_err(|e| match e {
+                mlua::Error::SyntaxError { message, .. } => message,
+                other => other.to_string(),
+            })
+    }
+
+    /// Runs `function` with `KEYS`/`ARGV`, `backend` serving `redis.call`.
+    /// Returns the reply (script errors become error replies).
+    pub(crate) fn run(
+        &self,
+        function: &Function,
+        sha: &str,
+        keys: &[Vec<u8>],
+        argv: &[Vec<u8>],
+        backend: &dyn Fn(&[Vec<u8>]) -> Frame,
+    ) -> Frame {
+        match self.run_inner(function, sha, keys, argv, backend) {
+            Ok(frame) => frame,
+            Err(e) => Frame::error(format!("ERR Error running script {sha}, {e}")),
+        }
+    }
+
+    fn run_inner(
+        &self,
+        function: &Function,
+        sha: &str,
+        keys: &[Vec<u8>],
+        argv: &[Vec<u8>],
+        backend: &dyn Fn(&[Vec<u8>]) -> Frame,
+    ) -> mlua::Result<Frame> {
+        let lua = &self.lua;
+        let globals = lua.globals();
+        globals.raw_set("KEYS", self.string_array(keys)?)?;
+        globals.raw_set("ARGV", self.string_array(argv)?)?;
+        self.instructions.set(0);
+        lua.scope(|scope| {
+            let call = scope.create_function(|lua, argv: Table| {
+                let mut args = Vec::with_capacity(argv.raw_len());
+                for i in 1..=argv.raw_len() {
+                    let arg: mlua::LuaString = argv.raw_get(i)?;
+                    args.push(arg.as_bytes().to_vec());
+                }
+                match backend(&args) {
+                    Frame::Error(text) => Ok((false, Value::String(lua.create_string(&text)?))),
+                    reply => Ok((true, frame_to_lua(lua, &reply)?)),
+                }
+            })?;
+            self.set_backend.call::<()>(call)?;
+            let result = self.run.call::<mlua::MultiValue>(function.clone());
+            self.set_backend.call::<()>(Value::Nil)?;
+            let mut values = result?.into_iter();
+            let ok = matches!(values.next(), Some(Value::Boolean(true)));
+            let value = values.next().unwrap_or(Value::Nil);
+            Ok(if ok {
+                lua_to_frame(&value, 0)
+            } else {
+                script_error(&value, sha)
+            })
+        })
+    }
+
+    fn string_array(&self, items: &[Vec<u8>]) -> mlua::Result<Table> {
+        let table = self.lua.create_table_with_capacity(items.len(), 0)?;
+        for (i, item) in items.iter().enumerate() {
+            table.raw_set(i + 1, self.lua.create_string(item)?)?;
+        }
+        Ok(table)
+    }
+}
+
+/// Redis→Lua for a `redis.call` reply (errors are handled by the caller).
+pub(crate) fn frame_to_lua(lua: &Lua, frame: &Frame) -> mlua::Result<Value> {
+    Ok(match frame {
+        Frame::Simple(s) => {
+            let t = lua.create_table()?;
+            t.raw_set("ok", lua.create_string(s)?)?;
+            Value::Table(t)
+        }
+        Frame::Error(s) => {
+            let t = lua.create_table()?;
+            t.raw_set("err", lua.create_string(s)?)?;
+            Value::Table(t)
+        }
+        Frame::Integer(n) => Value::Number(*n as f64),
+        Frame::Bulk(b) => Value::String(lua.create_string(b)?),
+        Frame::Null | Frame::NullArray => Value::Boolean(false),
+        Frame::Array(items) => {
+            let t = lua.create_table_with_capacity(items.len(), 0)?;
+            for (i, item) in items.iter().enumerate() {
+                t.raw_set(i + 1, frame_to_lua(lua, item)?)?;
+            }
+            Value::Table(t)
+        }
+    })
+}
+
+/// `(long long)d` as x86-64 computes it: truncation, and i64::MIN for NaN
+/// and anything out of range (cvttsd2si's "integer indefinite").
+pub(crate) fn lua_number_to_i64(d: f64) -> i64 {
+    if d.is_nan() || !(-9_223_372_036_854_775_808.0..9_223_372_036_854_775_808.0).contains(&d) {
+        i64::MIN
+    } else {
+        d as i64
+    }
+}
+
+/// Lua→Redis for a script's return value.
+pub(crate) fn lua_to_frame(value: &Value, depth: usize) -> Frame {
+    if depth > REPLY_DEPTH_MAX {
+        return Frame::error("ERR reached lua stack limit");
+    }
+    match value {
+        Value::Nil => Frame::Null,
+        Value::Boolean(true) => Frame::Integer(1),
+        Value::Boolean(false) => Frame::Null,
+        Value::Integer(n) => Frame::Integer(*n),
+        Value::Number(d) => Frame::Integer(lua_number_to_i64(*d)),
+        Value::String(s) => Frame::Bulk(s.as_bytes().to_vec()),
+        Value::Table(t) => table_to_frame(t, depth),
+        _ => Frame::Null,
+    }
+}
+
+fn table_to_frame(t: &Table, depth: usize) -> Frame {
+    if let Ok(Value::String(e)) = t.raw_get::<Value>("err") {
+        return Frame::error(&*e.as_bytes());
+    }
+    if let Ok(Value::String(s)) = t.raw_get::<Value>("ok") {
+        return Frame::simple(&*s.as_bytes());
+    }
+    let mut items = Vec::new();
+    for i in 1.. {
+        let item = t.raw_get::<Value>(i).unwrap_or(Value::Nil);
+        if item.is_nil() {
+            break;
+        }
+        if items.len() >= MAX_ARRAY_LEN {
+            return Frame::error("ERR script reply too large");
+        }
+        items.push(lua_to_frame(&item, depth + 1));
+    }
+    Frame::Array(items)
+}
+
+/// `lua_tostring` semantics: strings and numbers (as Lua prints them).
+fn lua_text(value: &Value) -> Option<Vec<u8>> {
+    match value {
+        Value::String(s) => Some(s.as_bytes().to_vec()),
+        Value::Integer(n) => Some(n.to_string().into_bytes()),
+        Value::Number(d) => Some(lua_number_text(*d).into_bytes()),
+        _ => None,
+    }
+}
+
+/// Lua 5.1's `%.14g` for the numbers an error position carries (line
+/// numbers): integral values print without a fraction.
+fn lua_number_text(d: f64) -> String {
+    if d.fract() == 0.0 && d.abs() < 1e15 {
+        format!("{}", d as i64)
+    } else {
+        format!("{d}")
+    }
+}
+
+/// The reply for a script that raised: Redis 7.0's `luaCallFunction` text,
+/// `<err> script: <sha>, on <source>:<line>.`
+fn script_error(value: &Value, sha: &str) -> Frame {
+    let Value::Table(t) = value else {
+        let msg = lua_text(value).unwrap_or_else(|| b"execution failure".to_vec());
+        let mut text = format!("ERR Error running script {sha}, ").into_bytes();
+        text.extend_from_slice(&msg[..msg.len().min(100)]);
+        return Frame::error(text);
+    };
+    let field = |name: &str| lua_text(&t.raw_get::<Value>(name).unwrap_or(Value::Nil));
+    // Redis 7.0.15 crashes on an error table without `err`; answer instead.
+    let mut text =
+        field("err").unwrap_or_else(|| b"ERR script raised an error table without 'err'".to_vec());
+    if let (Some(source), Some(line)) = (field("source"), field("line")) {
+        text.extend_from_slice(format!(" script: {sha}, on ").as_bytes());
+        text.extend_from_slice(&source);
+        text.push(b':');
+        text.extend_from_slice(&line);
+        text.push(b'.');
+    }
+    Frame::error(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rand48_matches_redis() {
+        // redis-server 7.0.15: math.randomseed(0) then math.random(1000000) x3
+        // gives 170829, 749902, 96372.
+        let r = Rand48::new();
+        r.seed(0);
+        let draws: Vec<u64> = (0..3)
+            .map(|_| {
+                let x = f64::from(r.next() % 2_147_483_647) / 2_147_483_647.0;
+                (x * 1_000_000.0).floor() as u64 + 1
+            })
+            .collect();
+        assert_eq!(draws, vec![170_829, 749_902, 96_372]);
+    }
+
+    #[test]
+    fn number_truncation_is_x86s() {
+        assert_eq!(lua_number_to_i64(3.99), 3);
+        assert_eq!(lua_number_to_i64(-3.99), -3);
+        assert_eq!(lua_number_to_i64(1e20), i64::MIN);
+        assert_eq!(lua_number_to_i64(f64::NAN), i64::MIN);
+        assert_eq!(lua_number_to_i64(f64::INFINITY), i64::MIN);
+    }
+
+    fn eval(engine: &LuaEngine, body: &str) -> Frame {
+        let f = engine.compile(body.as_bytes()).unwrap();
+        engine.run(&f, "sha", &[], &[], &|args| {
+            if args[0] == b"ping" {
+                Frame::simple("PONG")
+            } else if args[0] == b"get" {
+                Frame::Null
+            } else {
+                Frame::error("WRONGTYPE Operation against a key holding the wrong kind of value")
+            }
+        })
+    }
+
+    #[test]
+    fn conversion_rules() {
+        let e = LuaEngine::new(Rand48::new()).unwrap();
+        assert_eq!(
+            eval(&e, "return {1,2,nil,3}"),
+            Frame::Array(vec![Frame::Integer(1), Frame::Integer(2)])
+        );
+        assert_eq!(
+            eval(&e, "return {1,false,'x',true}"),
+            Frame::Array(vec![
+                Frame::Integer(1),
+                Frame::Null,
+                Frame::bulk("x"),
+                Frame::Integer(1)
+            ])
+        );
+        assert_eq!(eval(&e, "return {ok='fine'}"), Frame::simple("fine"));
+        assert_eq!(eval(&e, "return {err='bad'}"), Frame::error("bad"));
+        assert_eq!(eval(&e, "return {err=5}"), Frame::Array(vec![]));
+        assert_eq!(eval(&e, "return 3.99"), Frame::Integer(3));
+        assert_eq!(eval(&e, "return nil"), Frame::Null);
+        assert_eq!(eval(&e, "return redis.call('get','k')"), Frame::Null);
+        assert_eq!(
+            eval(&e, "return type(redis.call('get','k'))"),
+            Frame::bulk("boolean")
+        );
+        assert_eq!(
+            eval(&e, "return redis.call('ping')['ok']"),
+            Frame::bulk("PONG")
+        );
+        assert_eq!(
+            eval(&e, "return redis.error_reply('x')"),
+            Frame::error("ERR x")
+        );
+        assert_eq!(
+            eval(&e, "return redis.error_reply('MY x')"),
+            Frame::error("MY x")
+        );
+        assert_eq!(
+            eval(&e, "return redis.status_reply('s')"),
+            Frame::simple("s")
+        );
+        assert_eq!(
+            eval(&e, "return redis.pcall('incr','k')"),
+            Frame::error("WRONGTYPE Operation against a key holding the wrong kind of value")
+        );
+        let t = "local t = {}; t[1] = t; return t";
+        assert!(matches!(eval(&e, t), Frame::Array(_)));
+    }
+
+    #[test]
+    fn errors_are_worded_as_redis_words_them() {
+        let e = LuaEngine::new(Rand48::new()).unwrap();
+        assert_eq!(
+            eval(&e, "return redis.call('incr','k')"),
+            Frame::error(
+                "WRONGTYPE Operation against a key holding the wrong kind of value script: sha, on @user_script:1."
+            )
+        );
+        assert_eq!(
+            eval(&e, "error('x')"),
+            Frame::error("ERR user_script:1: x script: sha, on @user_script:1.")
+        );
+        assert_eq!(
+            eval(&e, "\n\nerror({err='y'})"),
+            Frame::error("y script: sha, on @user_script:3.")
+        );
+        assert_eq!(
+            eval(&e, "return os"),
+            Frame::error(
+                "ERR user_script:1: Script attempted to access nonexistent global variable 'os' script: sha, on @user_script:1."
+            )
+        );
+        assert_eq!(
+            eval(&e, "x = 1"),
+            Frame::error("ERR user_script:1: Attempt to modify a readonly table script: sha, on @user_script:1.")
+        );
+        assert_eq!(
+            eval(&e, "local ok, m = pcall(redis.call, 'incr', 'k'); return m"),
+            Frame::bulk("WRONGTYPE Operation against a key holding the wrong kind of value")
+        );
+        assert_eq!(
+            e.compile(b"return 1 +").unwrap_err(),
+            "user_script:1: unexpected symbol near '<eof>'"
+        );
+    }
+
+    #[test]
+    fn runaway_scripts_are_stopped() {
+        let e = LuaEngine::new(Rand48::new()).unwrap();
+        assert!(eval(&e, "while true do end").is_error());
+        // The engine stays usable afterwards.
+        assert_eq!(eval(&e, "return 7"), Frame::Integer(7));
+    }
+}

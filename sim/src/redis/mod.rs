@@ -1,0 +1,319 @@
+//! A simulated Redis server: RESP2 over turmoil's simulated TCP (or a real
+//! tokio listener), executing the very same Lua scripts as production.
+//!
+//! Why it exists: the lock protocol under test is only as trustworthy as the
+//! Redis it talks to. Here the unchanged `redfence-core` client and the real
+//! `redis` crate speak the real wire protocol to a server whose clock is
+//! turmoil's, whose network faults are turmoil's, and whose behaviour is a
+//! pure function of its inputs, so a seed replays byte for byte. The server
+//! also records ground truth that a real Redis cannot give: every change of a
+//! lock key's holder ([`OwnershipLog`]).
+//!
+//! Layout (one concern per module, in the style of tokio-rs/mini-redis):
+//! [`frame`] RESP2 parse/encode; `connection` one client's read–execute–
+//! write loop; `keyspace` keys, values, expiry and the ownership hooks;
+//! `cmd` one file per command group; `scripting` + `lua` EVAL and the Lua
+//! sandbox; `replication` primary→replica effects stream and WAIT; `server`
+//! the state of one running instance and command dispatch.
+//!
+//! Fidelity is checked against a real redis-server 7.0.15 by
+//! `sim/tests/differential.rs`; deliberate deviations are listed in the
+//! module docs where they live (bounds, `CLIENT SETINFO`, script limits).
+
+mod clock;
+mod cmd;
+mod connection;
+pub mod frame;
+mod keyspace;
+mod lua;
+mod replication;
+mod scripting;
+mod server;
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+pub use frame::Frame;
+
+use clock::Clock;
+use server::Server;
+
+/// The port a simulated server listens on unless configured otherwise.
+pub const REDIS_PORT: u16 = 6379;
+
+/// What one server instance is.
+#[derive(Clone, Debug)]
+pub struct RedisConfig {
+    /// Host name in the sim, e.g. `"redis"` or `"replica"`; names the server
+    /// in the ownership log.
+    pub name: String,
+    /// Listening port (default [`REDIS_PORT`]).
+    pub port: u16,
+    /// Start as a replica of this primary `(host, port)`.
+    pub replica_of: Option<(String, u16)>,
+    /// Keys starting with this prefix are lock keys for the ownership log
+    /// (default `"lock:"`).
+    pub lock_key_prefix: String,
+}
+
+impl RedisConfig {
+    /// A primary called `name` on [`REDIS_PORT`] with lock prefix `"lock:"`.
+    pub fn new(name: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            port: REDIS_PORT,
+            replica_of: None,
+            lock_key_prefix: "lock:".to_string(),
+        }
+    }
+
+    /// The same configuration, starting as a replica of `host:port`.
+    pub fn replica_of(mut self, host: impl Into<String>, port: u16) -> Self {
+        self.replica_of = Some((host.into(), port));
+        self
+    }
+}
+
+impl Default for RedisConfig {
+    fn default() -> Self {
+        Self::new("redis")
+    }
+}
+
+/// Ground truth: every change of a lock key's holder, in the order the
+/// servers made them. Shared (`Rc`) so it survives server restarts; one log
+/// can be given to several servers (primary and replica), each event names
+/// its server.
+///
+/// Events are appended in execution order; `at_ms` of an `Expired` event is
+/// the logical deadline, which may lie before the previous event's `at_ms`
+/// when the expiry was noticed late (lazily, or by the next active cycle).
+#[derive(Clone, Default)]
+pub struct OwnershipLog(Rc<RefCell<Vec<OwnershipEvent>>>);
+
+impl OwnershipLog {
+    /// A new, empty log.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A copy of every event so far.
+    pub fn events(&self) -> Vec<OwnershipEvent> {
+        self.0.borrow().clone()
+    }
+
+    /// Number of events so far.
+    pub fn len(&self) -> usize {
+        self.0.borrow().len()
+    }
+
+    /// Whether no event was recorded yet.
+    pub fn is_empty(&self) -> bool {
+        self.0.borrow().is_empty()
+    }
+
+    pub(crate) fn push(&self, event: OwnershipEvent) {
+        self.0.borrow_mut().push(event);
+    }
+}
+
+impl std::fmt::Debug for OwnershipLog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.0.borrow().iter()).finish()
+    }
+}
+
+/// One change of a lock key's holder.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OwnershipEvent {
+    /// Simulated milliseconds (turmoil's `sim_elapsed`, or ms since the
+    /// server started outside turmoil).
+    pub at_ms: u64,
+    /// The server's configured name.
+    pub server: String,
+    /// The lock key (lossy UTF-8).
+    pub key: String,
+    /// What happened.
+    pub change: OwnershipChange,
+}
+
+/// What happened to a lock key's holder.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum OwnershipChange {
+    /// The key was created with value `owner`.
+    Set {
+        /// The new holder.
+        owner: String,
+    },
+    /// The value was replaced while the key existed.
+    Overwritten {
+        /// The previous holder.
+        from: String,
+        /// The new holder.
+        to: String,
+    },
+    /// The TTL ran out; `at_ms` is the logical deadline, not when noticed.
+    Expired {
+        /// The holder whose lease ended.
+        owner: String,
+    },
+    /// Deleted by a command (DEL, the release script, an expire time in the
+    /// past, FLUSHDB, or a full resync that replaced the replica's data).
+    Deleted {
+        /// The holder that was removed.
+        owner: String,
+    },
+    /// The server stopped without persistence while the key existed.
+    Lost {
+        /// The holder whose lease vanished with the server.
+        owner: String,
+    },
+}
+
+/// The world's handle on one server: survives restarts and points at the
+/// live instance (if any).
+#[derive(Clone, Default)]
+pub struct RedisHandle(Rc<RefCell<HandleState>>);
+
+#[derive(Default)]
+struct HandleState {
+    live: Option<Rc<Server>>,
+}
+
+impl RedisHandle {
+    /// A handle with no instance yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn live(&self) -> Option<Rc<Server>> {
+        self.0.borrow().live.clone()
+    }
+
+    /// `REPLICAOF NO ONE`: the replica becomes a primary that keeps its data
+    /// and accepts writes. No-op when down or already a primary.
+    pub fn promote(&self) {
+        if let Some(server) = self.live() {
+            server.promote();
+        }
+    }
+
+    /// Whether the live instance is a primary (false when down).
+    pub fn is_primary(&self) -> bool {
+        self.live().is_some_and(|s| s.is_primary())
+    }
+
+    /// Peeks at `key` in db 0 (a string value), respecting logical expiry
+    /// at the current simulated time; `None` when down, missing, expired or
+    /// not a string. Never changes the keyspace.
+    pub fn get(&self, key: &str) -> Option<Vec<u8>> {
+        self.live().and_then(|s| s.peek(key.as_bytes()))
+    }
+
+    /// The live instance's replication offset: bytes of effects produced (a
+    /// primary) or applied (a replica). 0 when down.
+    pub fn replication_offset(&self) -> u64 {
+        self.live().map_or(0, |s| s.replication_offset())
+    }
+
+    /// Whether an instance is running.
+    pub fn is_up(&self) -> bool {
+        self.live().is_some()
+    }
+
+    /// Registers `server` as the live instance. A previous instance that
+    /// was not shut down cleanly is recorded as crashed first.
+    fn register(&self, server: Rc<Server>) {
+        let previous = self.0.borrow_mut().live.replace(server);
+        if let Some(previous) = previous {
+            previous.crashed();
+        }
+    }
+
+    /// Marks `server` down if it is the live instance.
+    fn unregister(&self, server: &Rc<Server>) {
+        let mut state = self.0.borrow_mut();
+        if state.live.as_ref().is_some_and(|s| Rc::ptr_eq(s, server)) {
+            state.live = None;
+        }
+    }
+}
+
+impl std::fmt::Debug for RedisHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisHandle")
+            .field("up", &self.is_up())
+            .field("primary", &self.is_primary())
+            .finish()
+    }
+}
+
+/// Runs when the server's main future is dropped (turmoil crashed or
+/// bounced the host): the instance's data is gone, so every lock key still
+/// held is recorded as `Lost`, and the handle goes down. Nothing here reads
+/// the clock: during a crash there is no runtime context, so the time used
+/// is the last one the instance observed (kept fresh every tick).
+struct CrashGuard {
+    server: Rc<Server>,
+    handle: RedisHandle,
+}
+
+impl Drop for CrashGuard {
+    fn drop(&mut self) {
+        self.server.crashed();
+        self.handle.unregister(&self.server);
+    }
+}
+
+/// Serves forever on `0.0.0.0:port` of the current turmoil host.
+///
+/// Call it inside `sim.host(name, || ...)`: every (re)start calls it again
+/// with a fresh, empty keyspace and an empty script cache, and registers the
+/// new instance in `handle`. When the host is crashed, the lock keys that
+/// were held are recorded as `Lost` and the handle goes down.
+pub async fn serve_turmoil(
+    config: RedisConfig,
+    log: OwnershipLog,
+    handle: RedisHandle,
+) -> turmoil::Result {
+    let listener = turmoil::net::TcpListener::bind(("0.0.0.0", config.port)).await?;
+    let server = Server::start(
+        config,
+        log,
+        Clock::turmoil(),
+        connection::Transport::Turmoil,
+    );
+    handle.register(server.clone());
+    let _guard = CrashGuard {
+        server: server.clone(),
+        handle,
+    };
+    loop {
+        let (stream, peer) = listener.accept().await?;
+        let server = server.clone();
+        tokio::task::spawn_local(connection::serve_client(server, stream, peer));
+    }
+}
+
+/// The same server over a real tokio listener, for the differential test
+/// against a real redis-server. Must run inside a tokio `LocalSet`.
+pub async fn serve_tokio(
+    listener: tokio::net::TcpListener,
+    config: RedisConfig,
+    log: OwnershipLog,
+    handle: RedisHandle,
+) -> std::io::Result<()> {
+    let server = Server::start(config, log, Clock::tokio(), connection::Transport::Tokio);
+    handle.register(server.clone());
+    let _guard = CrashGuard {
+        server: server.clone(),
+        handle,
+    };
+    loop {
+        let (stream, peer) = listener.accept().await?;
+        // Replies are small and latency matters more than batching here.
+        stream.set_nodelay(true)?;
+        let server = server.clone();
+        tokio::task::spawn_local(connection::serve_client(server, stream, peer));
+    }
+}

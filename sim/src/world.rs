@@ -1,0 +1,712 @@
+//! The simulated world: hosts, workers, faults and the clock, from one seed.
+//!
+//! Layout: host `redis` (the primary), optionally `replica` (replicating from
+//! `redis`), host `store` (the fenced store), and one host per worker
+//! (`worker-0`, `worker-1`, …) so a fault can hit one worker's traffic. Workers
+//! run the unchanged `redfence-core` code over [`SimRedisConnection`] and
+//! [`SimStoreClient`]; every fault is a method here, applied between steps.
+//!
+//! Defaults, documented once:
+//!
+//! | setting | default | bound |
+//! |---|---|---|
+//! | `seed` | — (required) | any `u64` |
+//! | `tick_ms` | 1 | 1 ..= 100 |
+//! | link latency | 1 ..= 3 ms, drawn from the seeded RNG | max ≤ 10 000 ms |
+//! | `workers` | 2 | 1 ..= 64 |
+//! | `replica` | off | |
+//! | `duration_ms_max` | 600 000 (simulated) | 1 ..= 86 400 000 |
+//! | `store_op_timeout_ms` | 500 | 1 ..= 60 000 |
+//!
+//! Time is turmoil's: every host's tokio clock is virtual, and `tokio::time`
+//! (which the lock client and keeper use) follows it. The epoch is fixed, so
+//! no wall-clock value ever enters a run.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Waker};
+use std::time::{Duration, UNIX_EPOCH};
+
+use redfence_core::{FreezeSwitch, LockClient, LockConfig, SeededJitter, SeededUuidTokens};
+
+use crate::connection::{RedisDirectory, SimRedisConnection};
+use crate::redis::{serve_turmoil, OwnershipLog, RedisConfig, RedisHandle, REDIS_PORT};
+use crate::seeds::{self, stream};
+use crate::store::{self, SimStoreClient, StoreState};
+use crate::trace::Trace;
+
+/// Host name of the Redis primary at the start of a run.
+pub const PRIMARY_HOST: &str = "redis";
+/// Host name of the replica, when there is one.
+pub const REPLICA_HOST: &str = "replica";
+/// Host name of the fenced store.
+pub const STORE_HOST: &str = "store";
+/// Most workers one world lays out.
+pub const WORKERS_MAX: usize = 64;
+
+/// A world that cannot be built as asked.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum WorldError {
+    /// A setting is outside its bound.
+    #[error("{field} = {value} is out of range {min}..={max}")]
+    OutOfRange {
+        /// Setting, unit last.
+        field: &'static str,
+        /// Value given.
+        value: u64,
+        /// Smallest allowed.
+        min: u64,
+        /// Largest allowed.
+        max: u64,
+    },
+    /// The minimum latency exceeds the maximum.
+    #[error("latency_min_ms = {min} exceeds latency_max_ms = {max}")]
+    LatencyRange {
+        /// Minimum.
+        min: u64,
+        /// Maximum.
+        max: u64,
+    },
+    /// No such worker.
+    #[error("worker {index} does not exist (the world has {workers})")]
+    NoSuchWorker {
+        /// Index asked for.
+        index: usize,
+        /// Workers laid out.
+        workers: usize,
+    },
+    /// The replica was asked for, but the world was built without one.
+    #[error("this world has no replica; build it with .replica(true)")]
+    NoReplica,
+    /// A worker slot runs one future at a time.
+    #[error("worker {index} is already running")]
+    WorkerBusy {
+        /// Index.
+        index: usize,
+    },
+    /// The simulation failed (a host returned an error, or ran past its duration).
+    #[error("simulation failed: {0}")]
+    Sim(String),
+}
+
+/// Builder for a [`World`]; see the module doc for defaults.
+#[derive(Clone, Debug)]
+pub struct WorldBuilder {
+    seed: u64,
+    tick_ms: u64,
+    latency_min_ms: u64,
+    latency_max_ms: u64,
+    workers: usize,
+    replica: bool,
+    duration_ms_max: u64,
+    store_op_timeout_ms: u64,
+}
+
+impl WorldBuilder {
+    /// A builder for the run seeded by `seed`.
+    pub fn new(seed: u64) -> Self {
+        Self {
+            seed,
+            tick_ms: 1,
+            latency_min_ms: 1,
+            latency_max_ms: 3,
+            workers: 2,
+            replica: false,
+            duration_ms_max: 600_000,
+            store_op_timeout_ms: 500,
+        }
+    }
+
+    /// Simulated time per step. Every host is polled every tick, so a
+    /// coarser tick runs faster; keep it well below the lease (≤ 1%).
+    pub fn tick_ms(mut self, tick_ms: u64) -> Self {
+        self.tick_ms = tick_ms;
+        self
+    }
+
+    /// Link latency range; each message draws from it with the seeded RNG.
+    pub fn latency_ms(mut self, min_ms: u64, max_ms: u64) -> Self {
+        self.latency_min_ms = min_ms;
+        self.latency_max_ms = max_ms;
+        self
+    }
+
+    /// Number of worker hosts.
+    pub fn workers(mut self, workers: usize) -> Self {
+        self.workers = workers;
+        self
+    }
+
+    /// Adds a replica of the primary (needed for failover).
+    pub fn replica(mut self, replica: bool) -> Self {
+        self.replica = replica;
+        self
+    }
+
+    /// Longest simulated time a run may take before it fails.
+    pub fn duration_ms_max(mut self, duration_ms_max: u64) -> Self {
+        self.duration_ms_max = duration_ms_max;
+        self
+    }
+
+    /// Timeout of one call to the simulated store.
+    pub fn store_op_timeout_ms(mut self, store_op_timeout_ms: u64) -> Self {
+        self.store_op_timeout_ms = store_op_timeout_ms;
+        self
+    }
+
+    /// Validates and lays out the hosts.
+    pub fn build(self) -> Result<World, WorldError> {
+        in_range("tick_ms", self.tick_ms, 1, 100)?;
+        in_range("latency_max_ms", self.latency_max_ms, 0, 10_000)?;
+        if self.latency_min_ms > self.latency_max_ms {
+            return Err(WorldError::LatencyRange {
+                min: self.latency_min_ms,
+                max: self.latency_max_ms,
+            });
+        }
+        in_range("workers", self.workers as u64, 1, WORKERS_MAX as u64)?;
+        in_range("duration_ms_max", self.duration_ms_max, 1, 86_400_000)?;
+        in_range("store_op_timeout_ms", self.store_op_timeout_ms, 1, 60_000)?;
+        Ok(World::new(self))
+    }
+}
+
+fn in_range(field: &'static str, value: u64, min: u64, max: u64) -> Result<(), WorldError> {
+    if value < min || value > max {
+        return Err(WorldError::OutOfRange {
+            field,
+            value,
+            min,
+            max,
+        });
+    }
+    Ok(())
+}
+
+/// What the world hands a worker's future: its own connections, seeded
+/// randomness, and the trace.
+pub struct WorkerCtx {
+    /// Worker index.
+    pub index: usize,
+    /// Host name (`worker-<index>`).
+    pub name: String,
+    /// This worker's Redis connection (follows failover).
+    pub redis: SimRedisConnection,
+    /// This worker's store client.
+    pub store: SimStoreClient,
+    /// Owner tokens from the run's seed.
+    pub tokens: Arc<SeededUuidTokens>,
+    /// Jitter from the run's seed.
+    pub jitter: Arc<SeededJitter>,
+    /// The run's trace.
+    pub trace: Trace,
+}
+
+impl WorkerCtx {
+    /// Records an event for this worker.
+    pub fn log(&self, what: impl Into<String>) {
+        self.trace.record(&self.name, what);
+    }
+
+    /// The reference lock client over this worker's connection, with seeded
+    /// tokens and jitter.
+    pub fn lock_client(&self, config: LockConfig) -> LockClient<SimRedisConnection> {
+        LockClient::builder(self.redis.clone(), config)
+            .tokens(self.tokens.clone())
+            .jitter(self.jitter.clone())
+            .build()
+            .expect("a redis-counter config needs no other fence source")
+    }
+}
+
+/// Kills a worker's future the way a crash kills a process: it is dropped
+/// where it stands (its sockets close), never to run again.
+#[derive(Clone, Debug, Default)]
+struct CrashSwitch {
+    state: Arc<Mutex<(bool, Option<Waker>)>>,
+}
+
+impl CrashSwitch {
+    fn crash(&self) {
+        let waker = {
+            let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+            state.0 = true;
+            state.1.take()
+        };
+        if let Some(w) = waker {
+            w.wake();
+        }
+    }
+
+    fn is_crashed(&self) -> bool {
+        self.state.lock().unwrap_or_else(|e| e.into_inner()).0
+    }
+}
+
+struct Crashable<F> {
+    inner: Option<Pin<Box<F>>>,
+    switch: CrashSwitch,
+}
+
+impl<F: Future<Output = ()>> Future for Crashable<F> {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        {
+            let mut state = self.switch.state.lock().unwrap_or_else(|e| e.into_inner());
+            if state.0 {
+                drop(state);
+                // Dropping the future closes its connections, as process death does.
+                self.inner = None;
+                return Poll::Ready(());
+            }
+            state.1 = Some(cx.waker().clone());
+        }
+        match self.inner.as_mut() {
+            Some(inner) => inner.as_mut().poll(cx),
+            None => Poll::Ready(()),
+        }
+    }
+}
+
+/// A fault on a worker's links, kept until the worker's host exists:
+/// turmoil creates a host's links when the host is registered, which for a
+/// worker is when its job is spawned.
+type LinkFault = Box<dyn FnOnce(&mut turmoil::Sim<'static>)>;
+
+struct WorkerSlot {
+    name: String,
+    pending: Vec<LinkFault>,
+    pause: FreezeSwitch,
+    crash: CrashSwitch,
+    done: Arc<Mutex<bool>>,
+    spawned: bool,
+}
+
+/// The simulated world. Build it with [`WorldBuilder`].
+pub struct World {
+    sim: turmoil::Sim<'static>,
+    config: WorldBuilder,
+    trace: Trace,
+    ownership: OwnershipLog,
+    store: StoreState,
+    primary: RedisHandle,
+    replica: Option<RedisHandle>,
+    directory: RedisDirectory,
+    workers: Vec<WorkerSlot>,
+}
+
+impl World {
+    fn new(config: WorldBuilder) -> Self {
+        let mut sim = turmoil::Builder::new()
+            .rng_seed(seeds::derive(config.seed, stream::TURMOIL))
+            .epoch(UNIX_EPOCH + Duration::from_secs(1_700_000_000))
+            .tick_duration(Duration::from_millis(config.tick_ms))
+            .min_message_latency(Duration::from_millis(config.latency_min_ms))
+            .max_message_latency(Duration::from_millis(config.latency_max_ms))
+            .simulation_duration(Duration::from_millis(config.duration_ms_max))
+            .build();
+        let trace = Trace::new();
+        let ownership = OwnershipLog::default();
+        let store = StoreState::default();
+        let primary = RedisHandle::default();
+
+        let (log, handle) = (ownership.clone(), primary.clone());
+        sim.host(PRIMARY_HOST, move || {
+            serve_turmoil(
+                RedisConfig {
+                    name: PRIMARY_HOST.to_owned(),
+                    port: REDIS_PORT,
+                    replica_of: None,
+                    lock_key_prefix: "lock:".to_owned(),
+                },
+                log.clone(),
+                handle.clone(),
+            )
+        });
+        let replica = config.replica.then(|| {
+            let handle = RedisHandle::default();
+            let (log, h) = (ownership.clone(), handle.clone());
+            sim.host(REPLICA_HOST, move || {
+                serve_turmoil(
+                    RedisConfig {
+                        name: REPLICA_HOST.to_owned(),
+                        port: REDIS_PORT,
+                        replica_of: Some((PRIMARY_HOST.to_owned(), REDIS_PORT)),
+                        lock_key_prefix: "lock:".to_owned(),
+                    },
+                    log.clone(),
+                    h.clone(),
+                )
+            });
+            handle
+        });
+        let state = store.clone();
+        sim.host(STORE_HOST, move || store::serve(state.clone()));
+
+        let workers = (0..config.workers)
+            .map(|i| WorkerSlot {
+                name: format!("worker-{i}"),
+                pending: Vec::new(),
+                pause: FreezeSwitch::new(),
+                crash: CrashSwitch::default(),
+                done: Arc::new(Mutex::new(false)),
+                spawned: false,
+            })
+            .collect();
+        Self {
+            sim,
+            config,
+            trace,
+            ownership,
+            store,
+            primary,
+            replica,
+            directory: RedisDirectory::new(PRIMARY_HOST, REDIS_PORT),
+            workers,
+        }
+    }
+
+    /// The run's seed.
+    pub fn seed(&self) -> u64 {
+        self.config.seed
+    }
+
+    /// Simulated time since the start.
+    pub fn elapsed(&self) -> Duration {
+        self.sim.elapsed()
+    }
+
+    /// The run's trace.
+    pub fn trace(&self) -> &Trace {
+        &self.trace
+    }
+
+    /// The Redis servers' ownership log: ground truth of who held each lock key.
+    pub fn ownership(&self) -> &OwnershipLog {
+        &self.ownership
+    }
+
+    /// The store's durable state (fence log, values, completions).
+    pub fn store(&self) -> &StoreState {
+        &self.store
+    }
+
+    /// The primary's handle.
+    pub fn primary(&self) -> &RedisHandle {
+        &self.primary
+    }
+
+    /// The replica's handle.
+    pub fn replica(&self) -> Result<&RedisHandle, WorldError> {
+        self.replica.as_ref().ok_or(WorldError::NoReplica)
+    }
+
+    /// Number of worker hosts.
+    pub fn worker_count(&self) -> usize {
+        self.workers.len()
+    }
+
+    /// Host name of worker `index`.
+    pub fn worker_name(&self, index: usize) -> Result<&str, WorldError> {
+        Ok(&self.slot(index)?.name)
+    }
+
+    fn slot(&self, index: usize) -> Result<&WorkerSlot, WorldError> {
+        let workers = self.workers.len();
+        self.workers
+            .get(index)
+            .ok_or(WorldError::NoSuchWorker { index, workers })
+    }
+
+    /// Starts `job` on worker `index`'s host. The job gets its own
+    /// connections, seeded tokens and jitter; pause and crash act on it.
+    pub fn spawn_worker<F, Fut>(&mut self, index: usize, job: F) -> Result<(), WorldError>
+    where
+        F: FnOnce(WorkerCtx) -> Fut,
+        Fut: Future<Output = ()> + 'static,
+    {
+        self.slot(index)?;
+        if self.workers[index].spawned {
+            return Err(WorldError::WorkerBusy { index });
+        }
+        let seed = self.config.seed;
+        let slot = &mut self.workers[index];
+        slot.spawned = true;
+        let ctx = WorkerCtx {
+            index,
+            name: slot.name.clone(),
+            redis: SimRedisConnection::new(self.directory.clone()),
+            store: SimStoreClient::new(
+                STORE_HOST,
+                Duration::from_millis(self.config.store_op_timeout_ms),
+            ),
+            tokens: Arc::new(SeededUuidTokens::new(seeds::derive(
+                seed,
+                stream::TOKENS_BASE + index as u64,
+            ))),
+            jitter: Arc::new(SeededJitter::new(seeds::derive(
+                seed,
+                stream::JITTER_BASE + index as u64,
+            ))),
+            trace: self.trace.clone(),
+        };
+        let done = slot.done.clone();
+        let paused = slot.pause.wrap(job(ctx));
+        let crashable = Crashable {
+            inner: Some(Box::pin(paused)),
+            switch: slot.crash.clone(),
+        };
+        let name = slot.name.clone();
+        let pending = std::mem::take(&mut slot.pending);
+        self.sim.client(name, async move {
+            crashable.await;
+            *done.lock().unwrap_or_else(|e| e.into_inner()) = true;
+            Ok(())
+        });
+        for fault in pending {
+            fault(&mut self.sim);
+        }
+        Ok(())
+    }
+
+    /// Applies a link fault now, or when worker `index`'s host exists.
+    fn link_fault(
+        &mut self,
+        index: usize,
+        fault: impl FnOnce(&mut turmoil::Sim<'static>) + 'static,
+    ) -> Result<(), WorldError> {
+        self.slot(index)?;
+        let slot = &mut self.workers[index];
+        if slot.spawned {
+            fault(&mut self.sim);
+        } else {
+            slot.pending.push(Box::new(fault));
+        }
+        Ok(())
+    }
+
+    /// Whether worker `index`'s job has returned (or was crashed).
+    pub fn worker_done(&self, index: usize) -> Result<bool, WorldError> {
+        Ok(*self
+            .slot(index)?
+            .done
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Advances the simulation by `duration` (rounded up to whole ticks).
+    pub fn run_for(&mut self, duration: Duration) -> Result<(), WorldError> {
+        let until = self.sim.elapsed() + duration;
+        while self.sim.elapsed() < until {
+            self.sim
+                .step()
+                .map_err(|e| WorldError::Sim(e.to_string()))?;
+        }
+        Ok(())
+    }
+
+    /// Steps until every spawned worker has finished, or `limit` of simulated
+    /// time has passed. Returns whether they all finished.
+    pub fn run_until_workers_done(&mut self, limit: Duration) -> Result<bool, WorldError> {
+        let until = self.sim.elapsed() + limit;
+        loop {
+            let all_done = self
+                .workers
+                .iter()
+                .filter(|w| w.spawned)
+                .all(|w| *w.done.lock().unwrap_or_else(|e| e.into_inner()));
+            if all_done {
+                return Ok(true);
+            }
+            if self.sim.elapsed() >= until {
+                return Ok(false);
+            }
+            self.sim
+                .step()
+                .map_err(|e| WorldError::Sim(e.to_string()))?;
+        }
+    }
+
+    fn fault(&self, what: impl Into<String>) {
+        self.trace
+            .record_at(self.sim.elapsed().as_millis() as u64, "world", what);
+    }
+
+    fn current_primary_host(&self) -> String {
+        self.directory.primary().0
+    }
+
+    // ---- faults ---------------------------------------------------------
+
+    /// Stop-the-world pause: neither the worker's job nor its renewal runs;
+    /// bytes already sent keep travelling.
+    pub fn pause_worker(&mut self, index: usize) -> Result<(), WorldError> {
+        let slot = self.slot(index)?;
+        slot.pause.freeze();
+        self.fault(format!("pause {}", slot.name));
+        Ok(())
+    }
+
+    /// Ends a pause.
+    pub fn resume_worker(&mut self, index: usize) -> Result<(), WorldError> {
+        let slot = self.slot(index)?;
+        slot.pause.thaw();
+        self.fault(format!("resume {}", slot.name));
+        Ok(())
+    }
+
+    /// Kills the worker: its job is dropped where it stands.
+    pub fn crash_worker(&mut self, index: usize) -> Result<(), WorldError> {
+        let slot = self.slot(index)?;
+        slot.crash.crash();
+        self.fault(format!("crash {}", slot.name));
+        Ok(())
+    }
+
+    /// Whether worker `index` was crashed.
+    pub fn is_worker_crashed(&self, index: usize) -> Result<bool, WorldError> {
+        Ok(self.slot(index)?.crash.is_crashed())
+    }
+
+    /// Cuts the worker off from Redis. Segments are held, not dropped, the
+    /// way TCP rides out an outage: what was sent arrives after [`World::heal_worker_redis`].
+    pub fn partition_worker_redis(&mut self, index: usize) -> Result<(), WorldError> {
+        let name = self.slot(index)?.name.clone();
+        let primary = self.current_primary_host();
+        let (a, b) = (name.clone(), primary.clone());
+        self.link_fault(index, move |sim| sim.hold(a.as_str(), b.as_str()))?;
+        self.fault(format!("partition {name} from {primary}"));
+        Ok(())
+    }
+
+    /// Ends a partition from Redis.
+    pub fn heal_worker_redis(&mut self, index: usize) -> Result<(), WorldError> {
+        let name = self.slot(index)?.name.clone();
+        let primary = self.current_primary_host();
+        let (a, b) = (name.clone(), primary.clone());
+        self.link_fault(index, move |sim| sim.release(a.as_str(), b.as_str()))?;
+        self.fault(format!("heal {name} to {primary}"));
+        Ok(())
+    }
+
+    /// Cuts the worker off from the store (held, as above).
+    pub fn partition_worker_store(&mut self, index: usize) -> Result<(), WorldError> {
+        let name = self.slot(index)?.name.clone();
+        let a = name.clone();
+        self.link_fault(index, move |sim| sim.hold(a.as_str(), STORE_HOST))?;
+        self.fault(format!("partition {name} from {STORE_HOST}"));
+        Ok(())
+    }
+
+    /// Ends a partition from the store.
+    pub fn heal_worker_store(&mut self, index: usize) -> Result<(), WorldError> {
+        let name = self.slot(index)?.name.clone();
+        let a = name.clone();
+        self.link_fault(index, move |sim| sim.release(a.as_str(), STORE_HOST))?;
+        self.fault(format!("heal {name} to {STORE_HOST}"));
+        Ok(())
+    }
+
+    /// Loses every reply from Redis to the worker: requests arrive and run,
+    /// answers never come back (the connection is dead for good afterwards,
+    /// as after a real reset; the client reconnects).
+    pub fn drop_redis_replies(&mut self, index: usize) -> Result<(), WorldError> {
+        let name = self.slot(index)?.name.clone();
+        let primary = self.current_primary_host();
+        let (a, b) = (primary.clone(), name.clone());
+        self.link_fault(index, move |sim| {
+            sim.partition_oneway(a.as_str(), b.as_str())
+        })?;
+        self.fault(format!("drop replies {primary} -> {name}"));
+        Ok(())
+    }
+
+    /// Replies from Redis flow again.
+    pub fn restore_redis_replies(&mut self, index: usize) -> Result<(), WorldError> {
+        let name = self.slot(index)?.name.clone();
+        let primary = self.current_primary_host();
+        let (a, b) = (primary.clone(), name.clone());
+        self.link_fault(index, move |sim| sim.repair_oneway(a.as_str(), b.as_str()))?;
+        self.fault(format!("restore replies {primary} -> {name}"));
+        Ok(())
+    }
+
+    /// Loses every reply from the store to the worker.
+    pub fn drop_store_replies(&mut self, index: usize) -> Result<(), WorldError> {
+        let name = self.slot(index)?.name.clone();
+        let b = name.clone();
+        self.link_fault(index, move |sim| {
+            sim.partition_oneway(STORE_HOST, b.as_str())
+        })?;
+        self.fault(format!("drop replies {STORE_HOST} -> {name}"));
+        Ok(())
+    }
+
+    /// Replies from the store flow again.
+    pub fn restore_store_replies(&mut self, index: usize) -> Result<(), WorldError> {
+        let name = self.slot(index)?.name.clone();
+        let b = name.clone();
+        self.link_fault(index, move |sim| sim.repair_oneway(STORE_HOST, b.as_str()))?;
+        self.fault(format!("restore replies {STORE_HOST} -> {name}"));
+        Ok(())
+    }
+
+    /// Fixes the latency of the link between worker `index` and Redis.
+    pub fn set_redis_latency(&mut self, index: usize, latency: Duration) -> Result<(), WorldError> {
+        let name = self.slot(index)?.name.clone();
+        let primary = self.current_primary_host();
+        let (a, b) = (name.clone(), primary.clone());
+        self.link_fault(index, move |sim| {
+            sim.set_link_latency(a.as_str(), b.as_str(), latency)
+        })?;
+        self.fault(format!(
+            "latency {name} <-> {primary} = {}ms",
+            latency.as_millis()
+        ));
+        Ok(())
+    }
+
+    /// Stops the current primary (its data is lost: no persistence).
+    pub fn stop_redis(&mut self) {
+        let primary = self.current_primary_host();
+        self.sim.crash(primary.as_str());
+        self.fault(format!("stop {primary}"));
+    }
+
+    /// Restarts the current primary, empty.
+    pub fn restart_redis(&mut self) {
+        let primary = self.current_primary_host();
+        self.sim.bounce(primary.as_str());
+        self.fault(format!("restart {primary} (empty)"));
+    }
+
+    /// Holds the replication link: writes stop reaching the replica.
+    pub fn cut_replication(&mut self) -> Result<(), WorldError> {
+        self.replica()?;
+        self.sim.hold(PRIMARY_HOST, REPLICA_HOST);
+        self.fault("cut replication redis -> replica");
+        Ok(())
+    }
+
+    /// Releases the replication link.
+    pub fn restore_replication(&mut self) -> Result<(), WorldError> {
+        self.replica()?;
+        self.sim.release(PRIMARY_HOST, REPLICA_HOST);
+        self.fault("restore replication redis -> replica");
+        Ok(())
+    }
+
+    /// Fails over: the primary is stopped, the replica promoted, and the
+    /// workers' connections re-pointed at it.
+    pub fn fail_over(&mut self) -> Result<(), WorldError> {
+        let replica = self.replica()?.clone();
+        self.sim.crash(PRIMARY_HOST);
+        replica.promote();
+        self.directory.set_primary(REPLICA_HOST, REDIS_PORT);
+        self.fault("fail over: stop redis, promote replica, re-point clients");
+        Ok(())
+    }
+}

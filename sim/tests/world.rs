@@ -1,0 +1,367 @@
+//! The world's promises: the same seed gives the same bytes, and each fault
+//! does what it says — with the unchanged redfence-core lock in the loop.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use redfence_core::{
+    AcquireOutcome, Attempt, FencedStore, FencedWrite, JobId, JobOutcome, JobWrite, Lease,
+    LockConfig, LogOutcome, OwnerToken, ResourceName, WriteOutcome,
+};
+use redfence_sim::redis::OwnershipChange;
+use redfence_sim::workload;
+use redfence_sim::world::{WorldBuilder, WorldError};
+
+/// Seeds the determinism test covers; the benchmark runs 1,000.
+const DETERMINISM_SEEDS: u64 = 200;
+
+fn resource() -> ResourceName {
+    ResourceName::new(workload::RESOURCE).unwrap()
+}
+
+fn lock_key() -> String {
+    format!("lock:{{{}}}", workload::RESOURCE)
+}
+
+fn fnv(text: &str) -> u64 {
+    text.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
+#[test]
+fn same_seed_gives_a_byte_identical_trace() {
+    let mut distinct = std::collections::BTreeSet::new();
+    for seed in 0..DETERMINISM_SEEDS {
+        let a = workload::contention(seed, 3, 2).unwrap();
+        let b = workload::contention(seed, 3, 2).unwrap();
+        assert_eq!(a.text, b.text, "seed {seed} diverged between two runs");
+        // The workload really contends, pauses and loses replies.
+        assert!(a.text.contains("pause worker-0"), "seed {seed}");
+        assert!(a.text.contains("drop replies"), "seed {seed}");
+        distinct.insert(fnv(&a.text));
+    }
+    // Different seeds give different interleavings.
+    assert!(
+        distinct.len() as u64 > DETERMINISM_SEEDS * 9 / 10,
+        "only {} distinct traces in {DETERMINISM_SEEDS} seeds",
+        distinct.len()
+    );
+}
+
+/// Set by the parent test: run one seed and print its trace hash.
+const CHILD_SEED_VAR: &str = "REDFENCE_SIM_CHILD_SEED";
+
+#[test]
+fn same_seed_gives_the_same_trace_in_another_process() {
+    if let Ok(seed) = std::env::var(CHILD_SEED_VAR) {
+        let run = workload::contention(seed.parse().unwrap(), 3, 2).unwrap();
+        println!("trace-hash={:016x}", fnv(&run.text));
+        return;
+    }
+    for seed in [7_u64, 1234] {
+        let here = fnv(&workload::contention(seed, 3, 2).unwrap().text);
+        let output = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "same_seed_gives_the_same_trace_in_another_process",
+                "--exact",
+                "--nocapture",
+            ])
+            .env(CHILD_SEED_VAR, seed.to_string())
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let expected = format!("trace-hash={here:016x}");
+        assert!(
+            stdout.contains(&expected),
+            "seed {seed}: child printed {stdout:?}, expected {expected}"
+        );
+    }
+}
+
+#[test]
+fn stale_worker_is_rejected_by_the_sim_store() {
+    let run = workload::stale_worker(42, 1, 300).unwrap();
+    let text = &run.text;
+    assert!(
+        text.contains("worker-1-job-0: success fence=2"),
+        "B takes over with a newer fence:\n{text}"
+    );
+    assert!(
+        text.contains("worker-0-job-0: ownership-lost FenceRejected"),
+        "A's write is rejected, and A says so:\n{text}"
+    );
+    assert!(text.contains("fence=1") && text.contains("Stale"), "{text}");
+}
+
+fn config() -> LockConfig {
+    LockConfig::builder()
+        .lease_ms(300)
+        .renew_interval_ms(100)
+        .op_timeout_ms(50)
+        .backoff_base_ms(5)
+        .backoff_cap_ms(20)
+        .build()
+        .unwrap()
+}
+
+type Slot<T> = Arc<Mutex<Option<T>>>;
+
+fn slot<T>() -> Slot<T> {
+    Arc::new(Mutex::new(None))
+}
+
+#[test]
+fn dropped_reply_leaves_the_lock_on_the_server_and_the_client_unsure() -> Result<(), WorldError> {
+    let mut world = WorldBuilder::new(1).workers(1).build()?;
+    let seen: Slot<Result<Attempt, String>> = slot();
+    let owner_seen: Slot<OwnerToken> = slot();
+    let (s, o) = (seen.clone(), owner_seen.clone());
+    world.spawn_worker(0, move |ctx| async move {
+        // Re-asks disabled: the first reply is lost, and nothing may guess.
+        let config = LockConfig::builder()
+            .reasks_max(0)
+            .op_timeout_ms(50)
+            .build()
+            .unwrap();
+        let lock = ctx.lock_client(config);
+        // Connect first (on another resource), so the lost reply below
+        // belongs to a request that reached the server.
+        let warm = ResourceName::new("warm-up").unwrap();
+        let AcquireOutcome::Acquired(l) = lock.acquire(&warm).await.unwrap() else {
+            panic!("free resource");
+        };
+        lock.release(&l).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let owner = lock.next_owner_token();
+        *o.lock().unwrap() = Some(owner.clone());
+        let r = lock.attempt(&resource(), &owner).await;
+        *s.lock().unwrap() = Some(r.map_err(|e| e.to_string()));
+    })?;
+    world.run_for(Duration::from_millis(50))?;
+    world.drop_redis_replies(0)?;
+    world.run_until_workers_done(Duration::from_secs(5))?;
+    let result = seen.lock().unwrap().take().unwrap();
+    assert!(
+        matches!(&result, Err(e) if e.contains("outcome unknown")),
+        "the client saw a timeout, never 'acquired': {result:?}"
+    );
+    let owner = owner_seen.lock().unwrap().take().unwrap();
+    assert_eq!(
+        world.primary().get(&lock_key()).as_deref(),
+        Some(owner.as_str().as_bytes()),
+        "the request ran: the lock exists on the server"
+    );
+    Ok(())
+}
+
+#[test]
+fn paused_worker_does_not_renew() -> Result<(), WorldError> {
+    let mut world = WorldBuilder::new(2).workers(1).build()?;
+    let held: Slot<Lease> = slot();
+    let h = held.clone();
+    world.spawn_worker(0, move |ctx| async move {
+        let lock = ctx.lock_client(config());
+        let AcquireOutcome::Acquired(lease) = lock.acquire(&resource()).await.unwrap() else {
+            panic!("free resource");
+        };
+        *h.lock().unwrap() = Some(lease.clone());
+        // Would renew every 100 ms for as long as the job runs.
+        lock.hold(&lease, |_| tokio::time::sleep(Duration::from_secs(2)))
+            .await;
+    })?;
+    world.run_for(Duration::from_millis(250))?;
+    assert!(world.primary().get(&lock_key()).is_some(), "renewed so far");
+    world.pause_worker(0)?;
+    world.run_for(Duration::from_millis(600))?;
+    assert_eq!(
+        world.primary().get(&lock_key()),
+        None,
+        "paused: no renewal ran, the lease expired"
+    );
+    let expired = world
+        .ownership()
+        .events()
+        .into_iter()
+        .filter(|e| matches!(e.change, OwnershipChange::Expired { .. }))
+        .count();
+    assert_eq!(expired, 1);
+    assert!(held.lock().unwrap().is_some());
+    Ok(())
+}
+
+#[test]
+fn held_replication_then_failover_issues_a_fence_twice() -> Result<(), WorldError> {
+    let mut world = WorldBuilder::new(3).workers(1).replica(true).build()?;
+    let fences: Arc<Mutex<Vec<i64>>> = Arc::new(Mutex::new(Vec::new()));
+    let step = Arc::new(tokio::sync::Notify::new());
+    let (f, n) = (fences.clone(), step.clone());
+    world.spawn_worker(0, move |ctx| async move {
+        let lock = ctx.lock_client(config());
+        // Bounded: three acquisitions, one per world step below.
+        for _ in 0..3 {
+            n.notified().await;
+            let lease = loop {
+                match lock.acquire(&resource()).await {
+                    Ok(AcquireOutcome::Acquired(lease)) => break lease,
+                    Ok(_) | Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+                }
+            };
+            f.lock().unwrap().push(lease.fence().get());
+            let _ = lock.release(&lease).await;
+        }
+    })?;
+    world.run_for(Duration::from_millis(100))?;
+    step.notify_one();
+    world.run_for(Duration::from_millis(300))?;
+    // Replicated: the replica knows fence 1.
+    world.cut_replication()?;
+    step.notify_one();
+    world.run_for(Duration::from_millis(300))?;
+    assert_eq!(
+        world
+            .replica()?
+            .get(&format!("fence:{{{}}}", workload::RESOURCE))
+            .as_deref(),
+        Some(&b"1"[..]),
+        "the held link kept fence 2 from the replica"
+    );
+    world.fail_over()?;
+    step.notify_one();
+    world.run_until_workers_done(Duration::from_secs(10))?;
+    assert_eq!(
+        *fences.lock().unwrap(),
+        vec![1, 2, 2],
+        "after failover the regressed counter issues fence 2 again"
+    );
+    Ok(())
+}
+
+#[test]
+fn late_unlock_cannot_delete_another_owners_lock() -> Result<(), WorldError> {
+    let mut world = WorldBuilder::new(4).workers(1).build()?;
+    let out: Slot<(bool, String)> = slot();
+    let o = out.clone();
+    world.spawn_worker(0, move |ctx| async move {
+        let lock = ctx.lock_client(config());
+        let AcquireOutcome::Acquired(a) = lock.acquire(&resource()).await.unwrap() else {
+            panic!("free");
+        };
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        let AcquireOutcome::Acquired(b) = lock.acquire(&resource()).await.unwrap() else {
+            panic!("a expired");
+        };
+        let released = lock.release(&a).await.unwrap();
+        *o.lock().unwrap() = Some((released, b.owner().to_string()));
+    })?;
+    world.run_until_workers_done(Duration::from_secs(5))?;
+    let (released, b_owner) = out.lock().unwrap().take().unwrap();
+    assert!(!released, "A's late release deleted nothing");
+    assert_eq!(
+        world.primary().get(&lock_key()).as_deref(),
+        Some(b_owner.as_bytes()),
+        "B still holds the lock"
+    );
+    Ok(())
+}
+
+fn write(fence: i64, value: &str) -> FencedWrite {
+    FencedWrite {
+        resource: resource(),
+        fence: redfence_core::Fence::new(fence).unwrap(),
+        owner: OwnerToken::new(format!("o{fence}")).unwrap(),
+        value: value.into(),
+    }
+}
+
+fn job(fence: i64, value: &str) -> JobWrite {
+    JobWrite {
+        job_id: JobId::new("job-1").unwrap(),
+        write: write(fence, value),
+    }
+}
+
+#[test]
+fn lost_store_reply_still_applies_the_write() -> Result<(), WorldError> {
+    let mut world = WorldBuilder::new(5).workers(1).build()?;
+    world.store().ensure_resource(workload::RESOURCE);
+    let out: Slot<String> = slot();
+    let o = out.clone();
+    world.drop_store_replies(0)?;
+    world.spawn_worker(0, move |ctx| async move {
+        let r = ctx.store.apply_job(&job(5, "v5")).await;
+        *o.lock().unwrap() = Some(format!("{:?}", r.map_err(|e| e.to_string())));
+    })?;
+    world.run_until_workers_done(Duration::from_secs(5))?;
+    let seen = out.lock().unwrap().take().unwrap();
+    assert!(
+        seen.contains("timed out"),
+        "the client saw no answer: {seen}"
+    );
+    assert_eq!(
+        world.store().read(workload::RESOURCE),
+        Some(("v5".into(), 5))
+    );
+    let log = world.store().fence_log(workload::RESOURCE);
+    assert_eq!(log.len(), 1);
+    assert_eq!(log[0].outcome, LogOutcome::Accepted);
+    Ok(())
+}
+
+#[test]
+fn sim_store_recognises_a_retry_and_refuses_a_stale_fence() -> Result<(), WorldError> {
+    let mut world = WorldBuilder::new(6).workers(1).build()?;
+    world.store().ensure_resource(workload::RESOURCE);
+    let out: Slot<(JobOutcome, JobOutcome, WriteOutcome)> = slot();
+    let o = out.clone();
+    world.spawn_worker(0, move |ctx| async move {
+        let first = ctx.store.apply_job(&job(5, "first")).await.unwrap();
+        let again = ctx.store.apply_job(&job(6, "again")).await.unwrap();
+        let stale = ctx.store.write_fenced(&write(4, "stale")).await.unwrap();
+        *o.lock().unwrap() = Some((first, again, stale));
+    })?;
+    world.run_until_workers_done(Duration::from_secs(5))?;
+    let (first, again, stale) = out.lock().unwrap().take().unwrap();
+    assert_eq!(first, JobOutcome::Applied);
+    assert_eq!(again, JobOutcome::AlreadyDone);
+    assert_eq!(stale, WriteOutcome::Stale { last_fence: 5 });
+    assert_eq!(
+        world.store().read(workload::RESOURCE),
+        Some(("first".into(), 5))
+    );
+    Ok(())
+}
+
+#[test]
+fn bad_world_settings_are_typed_errors() {
+    assert!(matches!(
+        WorldBuilder::new(0).tick_ms(0).build(),
+        Err(WorldError::OutOfRange {
+            field: "tick_ms",
+            ..
+        })
+    ));
+    assert!(matches!(
+        WorldBuilder::new(0).workers(0).build(),
+        Err(WorldError::OutOfRange {
+            field: "workers",
+            ..
+        })
+    ));
+    assert!(matches!(
+        WorldBuilder::new(0).latency_ms(5, 1).build(),
+        Err(WorldError::LatencyRange { min: 5, max: 1 })
+    ));
+    let mut world = WorldBuilder::new(0).build().unwrap();
+    assert!(matches!(
+        world.cut_replication(),
+        Err(WorldError::NoReplica)
+    ));
+    assert!(matches!(
+        world.pause_worker(9),
+        Err(WorldError::NoSuchWorker {
+            index: 9,
+            workers: 2
+        })
+    ));
+}
