@@ -96,8 +96,8 @@ fn idle_world(seed: u64, tick_ms: u64, duration_ms: u64) -> workload::RunText {
         .unwrap();
     for i in 0..2 {
         world
-            .spawn_worker(i, move |_ctx| {
-                tokio::time::sleep(Duration::from_millis(duration_ms))
+            .spawn_worker(i, move |_ctx| async move {
+                tokio::time::sleep(Duration::from_millis(duration_ms)).await
             })
             .unwrap();
     }

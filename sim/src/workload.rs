@@ -12,6 +12,7 @@
 //! fence log — which is what "byte-identical for the same seed" compares.
 
 use std::fmt::Write as _;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -38,7 +39,15 @@ fn resource() -> ResourceName {
 }
 
 /// Runs the job loop of one worker: `jobs` jobs, each one `process` call.
-async fn run_jobs(ctx: WorkerCtx, config: LockConfig, jobs: usize, work_ms: u64) {
+/// `inside` is raised while the worker is in its critical section, so the
+/// world can pause it exactly there.
+async fn run_jobs(
+    ctx: WorkerCtx,
+    config: LockConfig,
+    jobs: usize,
+    work_ms: u64,
+    inside: Arc<AtomicBool>,
+) {
     let resource = resource();
     let lock = ctx.lock_client(config);
     let worker = Worker::new(lock, Arc::new(ctx.store.clone()));
@@ -48,10 +57,13 @@ async fn run_jobs(ctx: WorkerCtx, config: LockConfig, jobs: usize, work_ms: u64)
         let job_id = JobId::new(format!("{}-job-{job}", ctx.name)).expect("valid job id");
         let trace = ctx.trace.clone();
         let name = ctx.name.clone();
+        let flag = inside.clone();
         let outcome = worker
             .process(&resource, &job_id, |fence| async move {
                 trace.record(&name, format!("critical section start fence={fence}"));
+                flag.store(true, Ordering::SeqCst);
                 tokio::time::sleep(Duration::from_millis(work_ms)).await;
+                flag.store(false, Ordering::SeqCst);
                 trace.record(&name, format!("critical section end fence={fence}"));
                 Ok(format!("{name} job {job} under fence {fence}"))
             })
@@ -69,9 +81,10 @@ fn describe(outcome: &ProcessOutcome) -> String {
     }
 }
 
-/// The stale-worker workload: lease `lease_ms`, worker 0 paused for two
-/// leases inside its critical section — long enough for worker 1 to acquire
-/// (after backoff) and write before worker 0 resumes and writes.
+/// The stale-worker workload: lease `lease_ms`, worker 0 paused for 1.5
+/// leases inside its critical section — past its lease, and long enough for
+/// worker 1 (whose backoff is capped at a tenth of the lease) to acquire and
+/// write before worker 0 resumes and writes.
 pub fn stale_worker(seed: u64, tick_ms: u64, lease_ms: u64) -> Result<RunText, WorldError> {
     let mut world = WorldBuilder::new(seed)
         .tick_ms(tick_ms)
@@ -83,17 +96,21 @@ pub fn stale_worker(seed: u64, tick_ms: u64, lease_ms: u64) -> Result<RunText, W
         .op_timeout_ms((lease_ms / 4).max(1))
         .acquire_deadline_ms(lease_ms * 4)
         .backoff_base_ms((lease_ms / 20).max(1))
-        .backoff_cap_ms((lease_ms / 2).max(1))
+        .backoff_cap_ms((lease_ms / 10).max(1))
         .build()
         .expect("derived from a valid lease");
     let work_ms = lease_ms / 5;
     let c0 = config.clone();
-    world.spawn_worker(0, move |ctx| run_jobs(ctx, c0, 1, work_ms))?;
-    // Worker 0 gets a head start, then stops the world in its critical section.
-    world.run_for(Duration::from_millis(lease_ms / 10 + 10))?;
+    let inside = Arc::new(AtomicBool::new(false));
+    let flag = inside.clone();
+    world.spawn_worker(0, move |ctx| run_jobs(ctx, c0, 1, work_ms, flag))?;
+    // Stop the world for worker 0 inside its critical section: its write
+    // then leaves with a fence that expired during the pause.
+    run_until_inside(&mut world, &inside, lease_ms)?;
     world.pause_worker(0)?;
-    world.spawn_worker(1, move |ctx| run_jobs(ctx, config, 1, work_ms))?;
-    world.run_for(Duration::from_millis(lease_ms * 2))?;
+    let idle = Arc::new(AtomicBool::new(false));
+    world.spawn_worker(1, move |ctx| run_jobs(ctx, config, 1, work_ms, idle))?;
+    world.run_for(Duration::from_millis(lease_ms * 3 / 2))?;
     world.resume_worker(0)?;
     world.run_until_workers_done(Duration::from_millis(lease_ms * 10))?;
     Ok(finish(&world))
@@ -117,7 +134,8 @@ pub fn contention(seed: u64, workers: usize, jobs: usize) -> Result<RunText, Wor
         .expect("valid constants");
     for i in 0..workers {
         let c = config.clone();
-        world.spawn_worker(i, move |ctx| run_jobs(ctx, c, jobs, 20))?;
+        let flag = Arc::new(AtomicBool::new(false));
+        world.spawn_worker(i, move |ctx| run_jobs(ctx, c, jobs, 20, flag))?;
     }
     world.run_for(Duration::from_millis(30))?;
     world.pause_worker(0)?;
@@ -130,6 +148,24 @@ pub fn contention(seed: u64, workers: usize, jobs: usize) -> Result<RunText, Wor
     }
     world.run_until_workers_done(Duration::from_secs(60))?;
     Ok(finish(&world))
+}
+
+/// Steps until `inside` is raised, at most `limit_ms` of simulated time.
+fn run_until_inside(
+    world: &mut World,
+    inside: &AtomicBool,
+    limit_ms: u64,
+) -> Result<(), WorldError> {
+    let step = Duration::from_millis(1);
+    for _ in 0..limit_ms {
+        if inside.load(Ordering::SeqCst) {
+            return Ok(());
+        }
+        world.run_for(step)?;
+    }
+    Err(WorldError::Sim(format!(
+        "worker 0 did not reach its critical section within {limit_ms} ms"
+    )))
 }
 
 /// The run as text: trace, then the two ground-truth logs.

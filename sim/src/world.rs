@@ -125,6 +125,13 @@ impl WorldBuilder {
         self
     }
 
+    /// The coarsest tick that still resolves `lease_ms` to 1%: a lease of
+    /// 1 s runs at 10 ms steps, ten times faster than the 1 ms default,
+    /// while every lease deadline still falls within a hundredth of a lease.
+    pub fn tick_for_lease(self, lease_ms: u64) -> Self {
+        self.tick_ms((lease_ms / 100).clamp(1, 100))
+    }
+
     /// Link latency range; each message draws from it with the seeded RNG.
     pub fn latency_ms(mut self, min_ms: u64, max_ms: u64) -> Self {
         self.latency_min_ms = min_ms;
@@ -505,7 +512,17 @@ impl World {
                 .step()
                 .map_err(|e| WorldError::Sim(e.to_string()))?;
         }
+        self.sync_server_clocks();
         Ok(())
+    }
+
+    /// Tells the Redis servers what time it is (see [`RedisHandle::observe_time`]).
+    fn sync_server_clocks(&self) {
+        let now_ms = self.sim.elapsed().as_millis() as u64;
+        self.primary.observe_time(now_ms);
+        if let Some(replica) = &self.replica {
+            replica.observe_time(now_ms);
+        }
     }
 
     /// Steps until every spawned worker has finished, or `limit` of simulated
@@ -519,9 +536,11 @@ impl World {
                 .filter(|w| w.spawned)
                 .all(|w| *w.done.lock().unwrap_or_else(|e| e.into_inner()));
             if all_done {
+                self.sync_server_clocks();
                 return Ok(true);
             }
             if self.sim.elapsed() >= until {
+                self.sync_server_clocks();
                 return Ok(false);
             }
             self.sim
@@ -671,6 +690,7 @@ impl World {
 
     /// Stops the current primary (its data is lost: no persistence).
     pub fn stop_redis(&mut self) {
+        self.sync_server_clocks();
         let primary = self.current_primary_host();
         self.sim.crash(primary.as_str());
         self.fault(format!("stop {primary}"));
@@ -678,6 +698,7 @@ impl World {
 
     /// Restarts the current primary, empty.
     pub fn restart_redis(&mut self) {
+        self.sync_server_clocks();
         let primary = self.current_primary_host();
         self.sim.bounce(primary.as_str());
         self.fault(format!("restart {primary} (empty)"));
@@ -703,6 +724,7 @@ impl World {
     /// workers' connections re-pointed at it.
     pub fn fail_over(&mut self) -> Result<(), WorldError> {
         let replica = self.replica()?.clone();
+        self.sync_server_clocks();
         self.sim.crash(PRIMARY_HOST);
         replica.promote();
         self.directory.set_primary(REPLICA_HOST, REDIS_PORT);

@@ -84,8 +84,13 @@ impl Clock {
         }
     }
 
-    /// Whether a heartbeat task is needed to keep `last_seen_ms` fresh.
-    pub(crate) fn needs_heartbeat(&self) -> bool {
-        matches!(self, Clock::Turmoil { .. })
+    /// Records that simulated time has reached `now_ms`. The world calls it
+    /// between steps (before a crash, before peeking), where no host context
+    /// exists to read turmoil's clock; a per-tick heartbeat task did this
+    /// before and cost a timer wake-up on every tick of every run.
+    pub(crate) fn observe(&self, now_ms: u64) {
+        if let Clock::Turmoil { last_seen_ms } = self {
+            last_seen_ms.set(last_seen_ms.get().max(now_ms));
+        }
     }
 }

@@ -221,6 +221,17 @@ impl RedisHandle {
         self.live().is_some()
     }
 
+    /// Tells the live instance that simulated time has reached `now_ms`.
+    /// Between steps there is no host context to read turmoil's clock from,
+    /// so the world calls this before it crashes the host (stamping `Lost`
+    /// events exactly) and after every run of steps (so [`RedisHandle::get`]
+    /// judges expiry at the right time).
+    pub fn observe_time(&self, now_ms: u64) {
+        if let Some(server) = self.live() {
+            server.observe_time(now_ms);
+        }
+    }
+
     /// Registers `server` as the live instance. A previous instance that
     /// was not shut down cleanly is recorded as crashed first.
     fn register(&self, server: Rc<Server>) {
@@ -252,7 +263,8 @@ impl std::fmt::Debug for RedisHandle {
 /// bounced the host): the instance's data is gone, so every lock key still
 /// held is recorded as `Lost`, and the handle goes down. Nothing here reads
 /// the clock: during a crash there is no runtime context, so the time used
-/// is the last one the instance observed (kept fresh every tick).
+/// is the last one the instance observed (the world reports it before a
+/// crash through [`RedisHandle::observe_time`]).
 struct CrashGuard {
     server: Rc<Server>,
     handle: RedisHandle,

@@ -106,20 +106,6 @@ impl Server {
             }
         });
         server.tasks.borrow_mut().push(expiry);
-        if server.clock.needs_heartbeat() {
-            // Keeps `last_seen_ms` current every tick, so a crash (which
-            // gives no runtime context to read the clock in) is stamped
-            // with the instant it happened.
-            let weak = Rc::downgrade(&server);
-            let heartbeat = tokio::task::spawn_local(async move {
-                loop {
-                    tokio::time::sleep(std::time::Duration::from_millis(1)).await;
-                    let Some(server) = weak.upgrade() else { return };
-                    server.clock.now_ms();
-                }
-            });
-            server.tasks.borrow_mut().push(heartbeat);
-        }
         if let Some((host, port)) = server.config.replica_of.clone() {
             super::replication::become_replica(&server, host, port);
         }
@@ -197,6 +183,11 @@ impl Server {
             Some(super::keyspace::Value::Str(s)) => Some(s.clone()),
             _ => None,
         }
+    }
+
+    /// Moves the instance's notion of "now" forward to `now_ms` (never back).
+    pub(crate) fn observe_time(&self, now_ms: u64) {
+        self.clock.observe(now_ms);
     }
 
     /// The instance died (crash or bounce): log `Lost`/`Expired` for what it
