@@ -255,7 +255,7 @@ where
             if attempts > 1 {
                 telemetry::count(LOCK_ACQUIRE_RETRIES_TOTAL, rtype);
             }
-            match self.attempt(resource, owner).await {
+            match self.attempt_until(resource, owner, Some(deadline)).await {
                 Ok(Attempt::Acquired(lease)) => {
                     telemetry::count_with(LOCK_ACQUIRE_TOTAL, rtype, "result", "acquired");
                     let waited = started.elapsed();
@@ -330,6 +330,18 @@ where
         resource: &ResourceName,
         owner: &OwnerToken,
     ) -> Result<Attempt, LockError> {
+        self.attempt_until(resource, owner, None).await
+    }
+
+    /// [`LockClient::attempt`] that stops re-asking once another round trip
+    /// could not finish before `deadline`, so `acquire` keeps its deadline
+    /// even when replies are lost.
+    async fn attempt_until(
+        &self,
+        resource: &ResourceName,
+        owner: &OwnerToken,
+        deadline: Option<Instant>,
+    ) -> Result<Attempt, LockError> {
         let rtype = &resource.resource_type_shared();
         let keys = self.config.keys();
         let issue_in_script = self.fences.kind() == FenceSourceKind::RedisCounter;
@@ -370,7 +382,9 @@ where
                     if reasks > 0 {
                         telemetry::count_with(LOCK_REASK_TOTAL, rtype, "result", "indeterminate");
                     }
-                    if reasks >= self.config.reasks_max() {
+                    let past_deadline =
+                        deadline.is_some_and(|d| Instant::now() + self.config.op_timeout() > d);
+                    if reasks >= self.config.reasks_max() || past_deadline {
                         // Our first attempt may hold the lease; give it back
                         // rather than leave it to expire, then fail closed.
                         self.release_best_effort(resource, owner).await;
@@ -394,30 +408,55 @@ where
                 }
             }
         };
-        let (status, script_fence) = parse_acquire(&reply)?;
+        let (status, script_fence) = match parse_acquire(&reply) {
+            Ok(parsed) => parsed,
+            Err(e) => {
+                // The script may have taken the lease; a lease without a
+                // usable fence must not outlive this call.
+                self.release_best_effort(resource, owner).await;
+                return Err(e);
+            }
+        };
         if status == 0 {
             return Ok(Attempt::Contended);
         }
         let fence = match self.fences.fence_for(resource, script_fence).await {
             Ok(fence) => fence,
             Err(e) => {
-                // A lease without a fence must not outlive this call.
                 self.release_best_effort(resource, owner).await;
                 return Err(e);
             }
         };
-        Ok(Attempt::Acquired(Lease {
+        let lease = Lease {
             resource: resource.clone(),
             owner: owner.clone(),
             fence,
             sent_at: first_sent,
             lease_ms: self.config.lease_ms(),
-        }))
+        };
+        if script_fence.is_none() {
+            // The fence came from outside Redis, after the lease was taken.
+            // Had the lease ended meanwhile, a successor could hold a lower
+            // fence than ours: confirm we still own it before using the fence.
+            let confirmed = Instant::now() < lease.valid_until()
+                && matches!(
+                    self.renew(&lease, self.config.lease_ms()).await,
+                    Ok(Renewal::Renewed { .. })
+                );
+            if !confirmed {
+                self.release_best_effort(resource, owner).await;
+                return Ok(Attempt::Contended);
+            }
+        }
+        Ok(Attempt::Acquired(lease))
     }
 
     /// Compare-and-PEXPIRE for `lease_ms`: never touches another owner's lock.
     pub async fn renew(&self, lease: &Lease, lease_ms: u64) -> Result<Renewal, LockError> {
-        assert!(lease_ms > 0, "a zero-length renewal would delete the key");
+        if lease_ms == 0 {
+            // PEXPIRE 0 would delete the key: never a renewal.
+            return Err(LockError::Protocol("renewal of 0 ms refused".into()));
+        }
         let keys = self.config.keys();
         let mut invocation = scripts().renew.prepare_invoke();
         invocation

@@ -158,27 +158,37 @@ where
         let mut valid_until = lease.valid_until();
         let mut next = acquired + interval;
         let mut renewals: u32 = 0;
+        // Set once a renewal had to be shortened to end at the hold limit.
+        let mut hold_exhausted = false;
         // Every iteration but the last sleeps until `next`, which moves forward
         // by an interval, and the hold limit ends the loop; this bound is that
         // argument made checkable.
         let iterations_max = config.hold_ms_max() / config.renew_interval_ms() + 3;
         for _ in 0..iterations_max {
-            tokio::time::sleep_until(next.min(valid_until)).await;
-            let now = Instant::now();
-            // The last renewal may already reach the hold limit (it is
-            // shortened to end there); then there is nothing left to renew.
-            let limit_reached =
-                renewals >= config.renewals_max() || now >= hold_end || valid_until >= hold_end;
-            if limit_reached {
+            // Known before sleeping: the renewal budget is spent, or the last
+            // renewal was shortened to end exactly at the hold limit. The
+            // lease then simply runs out.
+            if renewals >= config.renewals_max() || hold_exhausted {
                 tokio::time::sleep_until(valid_until).await;
                 return LeaseLost::LimitReached {
                     renewals,
                     held_ms: acquired.elapsed().as_millis() as u64,
                 };
             }
+            tokio::time::sleep_until(next.min(valid_until)).await;
+            let now = Instant::now();
+            // A worker paused past its lease lost it to time, whatever limit
+            // it may also have crossed while frozen.
             if now >= valid_until {
                 return LeaseLost::Expired {
                     last_error: "no renewal succeeded before the lease ended".into(),
+                };
+            }
+            if now >= hold_end {
+                tokio::time::sleep_until(valid_until).await;
+                return LeaseLost::LimitReached {
+                    renewals,
+                    held_ms: acquired.elapsed().as_millis() as u64,
                 };
             }
             let remaining_hold_ms = hold_end.saturating_duration_since(now).as_millis() as u64;
@@ -186,6 +196,7 @@ where
             match self.renew(lease, lease_ms).await {
                 Ok(Renewal::Renewed { valid_until: until }) => {
                     valid_until = until;
+                    hold_exhausted = lease_ms < config.lease_ms();
                     renewals += 1;
                     next = now + interval;
                     tracing::debug!(owner = %lease.owner(), renewals, lease_ms, "lease renewed");

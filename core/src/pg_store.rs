@@ -66,6 +66,31 @@ pub struct GuardedTx {
 }
 
 impl GuardedTx {
+    /// Logs a refusal decided inside the transaction and commits nothing
+    /// else: the guard keeps its fence.
+    async fn refuse(mut self, outcome: LogOutcome) -> Result<(), StoreError> {
+        let op_timeout = self.op_timeout;
+        bounded(op_timeout, async {
+            sqlx::query("ROLLBACK TO SAVEPOINT before_mutations")
+                .execute(&mut *self.tx)
+                .await?;
+            sqlx::query(
+                "INSERT INTO fence_log (resource_id, fence, owner_token, job_id, outcome) \
+                 VALUES ($1, $2, $3, $4, $5)",
+            )
+            .bind(&self.resource)
+            .bind(self.fence)
+            .bind(&self.owner)
+            .bind(&self.job_id)
+            .bind(outcome.as_str())
+            .execute(&mut *self.tx)
+            .await?;
+            self.tx.commit().await?;
+            Ok(())
+        })
+        .await
+    }
+
     /// The transaction's connection, for the caller's mutations.
     pub fn conn(&mut self) -> &mut PgConnection {
         &mut self.tx
@@ -77,6 +102,11 @@ impl GuardedTx {
         let op_timeout = self.op_timeout;
         bounded(op_timeout, async {
             sqlx::query("UPDATE resource_guards SET last_fence = $2 WHERE resource_id = $1")
+                .bind(&self.resource)
+                .bind(self.fence)
+                .execute(&mut *self.tx)
+                .await?;
+            sqlx::query("UPDATE shared_resources SET last_fence = $2 WHERE id = $1")
                 .bind(&self.resource)
                 .bind(self.fence)
                 .execute(&mut *self.tx)
@@ -155,9 +185,15 @@ impl PgFencedStore {
         job_id: Option<&JobId>,
     ) -> Result<GuardCheck, StoreError> {
         let mut tx = bounded(self.op_timeout, async { Ok(self.pool.begin().await?) }).await?;
+        // One fence per resource: the guard row and the single-statement
+        // path's `shared_resources.last_fence` are read together and both
+        // rows locked, so a write through one path can never land below a
+        // fence accepted through the other.
         let row: Option<(i64,)> = bounded(self.op_timeout, async {
             Ok(sqlx::query_as(
-                "SELECT last_fence FROM resource_guards WHERE resource_id = $1 FOR UPDATE",
+                "SELECT GREATEST(g.last_fence, s.last_fence) \
+                 FROM resource_guards g JOIN shared_resources s ON s.id = g.resource_id \
+                 WHERE g.resource_id = $1 FOR UPDATE OF g, s",
             )
             .bind(resource.as_str())
             .fetch_optional(&mut *tx)
@@ -172,10 +208,28 @@ impl PgFencedStore {
             Some(_) => None,
         };
         if let Some((outcome, check)) = refused {
-            drop(tx);
-            self.log(resource, fence, owner, job_id, outcome).await?;
+            // Logged in the transaction that holds the guard, so the log's
+            // order is the decision order; nothing else was changed.
+            log_in(
+                &mut tx,
+                self.op_timeout,
+                resource,
+                fence,
+                owner,
+                job_id,
+                outcome,
+            )
+            .await?;
+            bounded(self.op_timeout, async { Ok(tx.commit().await?) }).await?;
             return Ok(check);
         }
+        bounded(self.op_timeout, async {
+            sqlx::query("SAVEPOINT before_mutations")
+                .execute(&mut *tx)
+                .await?;
+            Ok(())
+        })
+        .await?;
         Ok(GuardCheck::Open(GuardedTx {
             tx,
             resource: resource.as_str().to_owned(),
@@ -184,31 +238,6 @@ impl PgFencedStore {
             job_id: job_id.map(|j| j.as_str().to_owned()),
             op_timeout: self.op_timeout,
         }))
-    }
-
-    async fn log(
-        &self,
-        resource: &ResourceName,
-        fence: Fence,
-        owner: &OwnerToken,
-        job_id: Option<&JobId>,
-        outcome: LogOutcome,
-    ) -> Result<(), StoreError> {
-        bounded(self.op_timeout, async {
-            sqlx::query(
-                "INSERT INTO fence_log (resource_id, fence, owner_token, job_id, outcome) \
-                 VALUES ($1, $2, $3, $4, $5)",
-            )
-            .bind(resource.as_str())
-            .bind(fence.get())
-            .bind(owner.as_str())
-            .bind(job_id.map(JobId::as_str))
-            .bind(outcome.as_str())
-            .execute(&self.pool)
-            .await?;
-            Ok(())
-        })
-        .await
     }
 
     /// The durable fence counter: one row per resource, incremented atomically.
@@ -308,27 +337,16 @@ impl FencedStore for PgFencedStore {
         })
         .await?;
         if recorded == 0 {
-            drop(guard);
-            self.log(
-                &w.resource,
-                w.fence,
-                &w.owner,
-                Some(&job.job_id),
-                LogOutcome::Duplicate,
-            )
-            .await?;
+            guard.refuse(LogOutcome::Duplicate).await?;
             return Ok(JobOutcome::AlreadyDone);
         }
         bounded(self.op_timeout, async {
-            sqlx::query(
-                "UPDATE shared_resources SET value = $1, last_fence = GREATEST(last_fence, $2) \
-                 WHERE id = $3",
-            )
-            .bind(&w.value)
-            .bind(w.fence.get())
-            .bind(w.resource.as_str())
-            .execute(guard.conn())
-            .await?;
+            sqlx::query("UPDATE shared_resources SET value = $1, last_fence = $2 WHERE id = $3")
+                .bind(&w.value)
+                .bind(w.fence.get())
+                .bind(w.resource.as_str())
+                .execute(guard.conn())
+                .await?;
             Ok(())
         })
         .await?;
@@ -389,6 +407,32 @@ impl FencedStore for PgFencedStore {
             })
             .collect()
     }
+}
+
+async fn log_in(
+    tx: &mut Transaction<'static, Postgres>,
+    op_timeout: Duration,
+    resource: &ResourceName,
+    fence: Fence,
+    owner: &OwnerToken,
+    job_id: Option<&JobId>,
+    outcome: LogOutcome,
+) -> Result<(), StoreError> {
+    bounded(op_timeout, async {
+        sqlx::query(
+            "INSERT INTO fence_log (resource_id, fence, owner_token, job_id, outcome) \
+             VALUES ($1, $2, $3, $4, $5)",
+        )
+        .bind(resource.as_str())
+        .bind(fence.get())
+        .bind(owner.as_str())
+        .bind(job_id.map(JobId::as_str))
+        .bind(outcome.as_str())
+        .execute(&mut **tx)
+        .await?;
+        Ok(())
+    })
+    .await
 }
 
 async fn bounded<T>(

@@ -11,6 +11,15 @@
 
 #![warn(missing_docs)]
 
+// Without this cfg turmoil cannot seed tokio's RNG, and an unbiased
+// `select!` anywhere below would make one seed give two traces. A `RUSTFLAGS`
+// variable replaces `.cargo/config.toml`'s flags silently; refuse to build.
+#[cfg(not(tokio_unstable))]
+compile_error!(
+    "redfence-sim needs `--cfg tokio_unstable` (set in .cargo/config.toml; \
+     if you set RUSTFLAGS, add `--cfg tokio_unstable` to it)"
+);
+
 pub mod connection;
 pub mod redis;
 pub mod seeds;

@@ -157,7 +157,9 @@ fn run_until_inside(
     limit_ms: u64,
 ) -> Result<(), WorldError> {
     let step = Duration::from_millis(1);
-    for _ in 0..limit_ms {
+    let until = world.elapsed() + Duration::from_millis(limit_ms);
+    // Bounded by simulated time: every step advances at least one tick.
+    while world.elapsed() < until {
         if inside.load(Ordering::SeqCst) {
             return Ok(());
         }

@@ -22,8 +22,10 @@
 //! (which the lock client and keeper use) follows it. The epoch is fixed, so
 //! no wall-clock value ever enters a run.
 
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, UNIX_EPOCH};
@@ -303,6 +305,20 @@ pub struct World {
     replica: Option<RedisHandle>,
     directory: RedisDirectory,
     workers: Vec<WorkerSlot>,
+    promoted: Arc<AtomicBool>,
+    /// Faults in force on each (worker index, peer host) link. turmoil's
+    /// `hold`/`release` set both directions and would undo a one-way reply
+    /// drop; every change recomputes the link from this state instead.
+    links: BTreeMap<(usize, String), LinkFaults>,
+}
+
+/// The faults in force on one worker's link to one peer.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct LinkFaults {
+    /// Both directions held (a partition TCP rides out).
+    held: bool,
+    /// Peer → worker segments dropped (lost replies).
+    replies_dropped: bool,
 }
 
 impl World {
@@ -333,15 +349,20 @@ impl World {
                 handle.clone(),
             )
         });
+        // Once promoted, a restart of the replica host must bring back a
+        // primary, not a replica of the dead one.
+        let promoted = Arc::new(AtomicBool::new(false));
         let replica = config.replica.then(|| {
             let handle = RedisHandle::default();
-            let (log, h) = (ownership.clone(), handle.clone());
+            let (log, h, p) = (ownership.clone(), handle.clone(), promoted.clone());
             sim.host(REPLICA_HOST, move || {
+                let replica_of =
+                    (!p.load(Ordering::SeqCst)).then(|| (PRIMARY_HOST.to_owned(), REDIS_PORT));
                 serve_turmoil(
                     RedisConfig {
                         name: REPLICA_HOST.to_owned(),
                         port: REDIS_PORT,
-                        replica_of: Some((PRIMARY_HOST.to_owned(), REDIS_PORT)),
+                        replica_of,
                         lock_key_prefix: "lock:".to_owned(),
                     },
                     log.clone(),
@@ -373,6 +394,8 @@ impl World {
             replica,
             directory: RedisDirectory::new(PRIMARY_HOST, REDIS_PORT),
             workers,
+            promoted,
+            links: BTreeMap::new(),
         }
     }
 
@@ -590,86 +613,137 @@ impl World {
         Ok(self.slot(index)?.crash.is_crashed())
     }
 
-    /// Cuts the worker off from Redis. Segments are held, not dropped, the
-    /// way TCP rides out an outage: what was sent arrives after [`World::heal_worker_redis`].
-    pub fn partition_worker_redis(&mut self, index: usize) -> Result<(), WorldError> {
+    /// Changes the faults on (worker `index`, `peer`) and re-derives the
+    /// link's turmoil state from all faults in force on it.
+    fn update_link(
+        &mut self,
+        index: usize,
+        peer: &str,
+        change: impl FnOnce(&mut LinkFaults),
+    ) -> Result<(), WorldError> {
         let name = self.slot(index)?.name.clone();
+        let faults = self.links.entry((index, peer.to_owned())).or_default();
+        change(faults);
+        let faults = *faults;
+        let peer = peer.to_owned();
+        self.link_fault(index, move |sim| {
+            if faults.held {
+                sim.hold(name.as_str(), peer.as_str());
+            } else {
+                // Delivers what was held, then both directions healthy.
+                sim.release(name.as_str(), peer.as_str());
+                sim.repair(name.as_str(), peer.as_str());
+            }
+            if faults.replies_dropped {
+                sim.partition_oneway(peer.as_str(), name.as_str());
+            }
+        })
+    }
+
+    /// The Redis hosts a worker may have a faulted link to (after a
+    /// failover the worker talks to the replica, but the old link's faults
+    /// are still in force).
+    fn redis_hosts(&self) -> Vec<&'static str> {
+        let mut hosts = vec![PRIMARY_HOST];
+        if self.replica.is_some() {
+            hosts.push(REPLICA_HOST);
+        }
+        hosts
+    }
+
+    /// Cuts the worker off from the current Redis primary. Segments are
+    /// held, not dropped, the way TCP rides out an outage: what was sent
+    /// arrives after [`World::heal_worker_redis`].
+    pub fn partition_worker_redis(&mut self, index: usize) -> Result<(), WorldError> {
         let primary = self.current_primary_host();
-        let (a, b) = (name.clone(), primary.clone());
-        self.link_fault(index, move |sim| sim.hold(a.as_str(), b.as_str()))?;
-        self.fault(format!("partition {name} from {primary}"));
+        self.update_link(index, &primary, |f| f.held = true)?;
+        self.fault(format!(
+            "partition {} from {primary}",
+            self.slot(index)?.name
+        ));
         Ok(())
     }
 
-    /// Ends a partition from Redis.
+    /// Ends every partition between the worker and a Redis host.
     pub fn heal_worker_redis(&mut self, index: usize) -> Result<(), WorldError> {
-        let name = self.slot(index)?.name.clone();
-        let primary = self.current_primary_host();
-        let (a, b) = (name.clone(), primary.clone());
-        self.link_fault(index, move |sim| sim.release(a.as_str(), b.as_str()))?;
-        self.fault(format!("heal {name} to {primary}"));
+        for host in self.redis_hosts() {
+            if self
+                .links
+                .get(&(index, host.to_owned()))
+                .is_some_and(|f| f.held)
+            {
+                self.update_link(index, host, |f| f.held = false)?;
+            }
+        }
+        self.fault(format!("heal {} to redis", self.slot(index)?.name));
         Ok(())
     }
 
     /// Cuts the worker off from the store (held, as above).
     pub fn partition_worker_store(&mut self, index: usize) -> Result<(), WorldError> {
-        let name = self.slot(index)?.name.clone();
-        let a = name.clone();
-        self.link_fault(index, move |sim| sim.hold(a.as_str(), STORE_HOST))?;
-        self.fault(format!("partition {name} from {STORE_HOST}"));
+        self.update_link(index, STORE_HOST, |f| f.held = true)?;
+        self.fault(format!(
+            "partition {} from {STORE_HOST}",
+            self.slot(index)?.name
+        ));
         Ok(())
     }
 
     /// Ends a partition from the store.
     pub fn heal_worker_store(&mut self, index: usize) -> Result<(), WorldError> {
-        let name = self.slot(index)?.name.clone();
-        let a = name.clone();
-        self.link_fault(index, move |sim| sim.release(a.as_str(), STORE_HOST))?;
-        self.fault(format!("heal {name} to {STORE_HOST}"));
+        self.update_link(index, STORE_HOST, |f| f.held = false)?;
+        self.fault(format!("heal {} to {STORE_HOST}", self.slot(index)?.name));
         Ok(())
     }
 
-    /// Loses every reply from Redis to the worker: requests arrive and run,
-    /// answers never come back (the connection is dead for good afterwards,
-    /// as after a real reset; the client reconnects).
+    /// Loses every reply from the current Redis primary to the worker:
+    /// requests arrive and run, answers never come back (the connection is
+    /// dead for good afterwards, as after a real reset; the client reconnects).
     pub fn drop_redis_replies(&mut self, index: usize) -> Result<(), WorldError> {
-        let name = self.slot(index)?.name.clone();
         let primary = self.current_primary_host();
-        let (a, b) = (primary.clone(), name.clone());
-        self.link_fault(index, move |sim| {
-            sim.partition_oneway(a.as_str(), b.as_str())
-        })?;
-        self.fault(format!("drop replies {primary} -> {name}"));
+        self.update_link(index, &primary, |f| f.replies_dropped = true)?;
+        self.fault(format!(
+            "drop replies {primary} -> {}",
+            self.slot(index)?.name
+        ));
         Ok(())
     }
 
-    /// Replies from Redis flow again.
+    /// Replies from every Redis host flow to the worker again.
     pub fn restore_redis_replies(&mut self, index: usize) -> Result<(), WorldError> {
-        let name = self.slot(index)?.name.clone();
-        let primary = self.current_primary_host();
-        let (a, b) = (primary.clone(), name.clone());
-        self.link_fault(index, move |sim| sim.repair_oneway(a.as_str(), b.as_str()))?;
-        self.fault(format!("restore replies {primary} -> {name}"));
+        for host in self.redis_hosts() {
+            let dropped = self
+                .links
+                .get(&(index, host.to_owned()))
+                .is_some_and(|f| f.replies_dropped);
+            if dropped {
+                self.update_link(index, host, |f| f.replies_dropped = false)?;
+            }
+        }
+        self.fault(format!(
+            "restore replies redis -> {}",
+            self.slot(index)?.name
+        ));
         Ok(())
     }
 
     /// Loses every reply from the store to the worker.
     pub fn drop_store_replies(&mut self, index: usize) -> Result<(), WorldError> {
-        let name = self.slot(index)?.name.clone();
-        let b = name.clone();
-        self.link_fault(index, move |sim| {
-            sim.partition_oneway(STORE_HOST, b.as_str())
-        })?;
-        self.fault(format!("drop replies {STORE_HOST} -> {name}"));
+        self.update_link(index, STORE_HOST, |f| f.replies_dropped = true)?;
+        self.fault(format!(
+            "drop replies {STORE_HOST} -> {}",
+            self.slot(index)?.name
+        ));
         Ok(())
     }
 
     /// Replies from the store flow again.
     pub fn restore_store_replies(&mut self, index: usize) -> Result<(), WorldError> {
-        let name = self.slot(index)?.name.clone();
-        let b = name.clone();
-        self.link_fault(index, move |sim| sim.repair_oneway(STORE_HOST, b.as_str()))?;
-        self.fault(format!("restore replies {STORE_HOST} -> {name}"));
+        self.update_link(index, STORE_HOST, |f| f.replies_dropped = false)?;
+        self.fault(format!(
+            "restore replies {STORE_HOST} -> {}",
+            self.slot(index)?.name
+        ));
         Ok(())
     }
 
@@ -727,6 +801,7 @@ impl World {
         self.sync_server_clocks();
         self.sim.crash(PRIMARY_HOST);
         replica.promote();
+        self.promoted.store(true, Ordering::SeqCst);
         self.directory.set_primary(REPLICA_HOST, REDIS_PORT);
         self.fault("fail over: stop redis, promote replica, re-point clients");
         Ok(())

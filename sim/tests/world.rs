@@ -365,3 +365,66 @@ fn bad_world_settings_are_typed_errors() {
         })
     ));
 }
+
+#[test]
+fn a_heal_does_not_undo_a_reply_drop() -> Result<(), WorldError> {
+    let mut world = WorldBuilder::new(7).workers(1).build()?;
+    let seen: Slot<String> = slot();
+    let s = seen.clone();
+    world.spawn_worker(0, move |ctx| async move {
+        let lock = ctx.lock_client(
+            LockConfig::builder()
+                .reasks_max(0)
+                .op_timeout_ms(50)
+                .build()
+                .unwrap(),
+        );
+        let warm = ResourceName::new("warm-up").unwrap();
+        let AcquireOutcome::Acquired(l) = lock.acquire(&warm).await.unwrap() else {
+            panic!("free resource");
+        };
+        lock.release(&l).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let owner = lock.next_owner_token();
+        let r = lock.attempt(&resource(), &owner).await;
+        *s.lock().unwrap() = Some(format!("{r:?}"));
+    })?;
+    world.run_for(Duration::from_millis(50))?;
+    world.drop_redis_replies(0)?;
+    world.partition_worker_redis(0)?;
+    world.heal_worker_redis(0)?;
+    world.run_until_workers_done(Duration::from_secs(5))?;
+    let seen = seen.lock().unwrap().take().unwrap();
+    assert!(
+        seen.contains("Indeterminate"),
+        "replies must still be dropped: {seen}"
+    );
+    assert!(
+        world.primary().get(&lock_key()).is_some(),
+        "the request ran"
+    );
+    Ok(())
+}
+
+#[test]
+fn restart_after_failover_brings_back_a_primary() -> Result<(), WorldError> {
+    let mut world = WorldBuilder::new(8).workers(1).replica(true).build()?;
+    world.run_for(Duration::from_millis(50))?;
+    world.fail_over()?;
+    world.restart_redis();
+    let seen: Slot<String> = slot();
+    let s = seen.clone();
+    world.spawn_worker(0, move |ctx| async move {
+        let lock = ctx.lock_client(config());
+        let r = lock.acquire(&resource()).await;
+        *s.lock().unwrap() = Some(format!("{r:?}"));
+    })?;
+    world.run_until_workers_done(Duration::from_secs(5))?;
+    let seen = seen.lock().unwrap().take().unwrap();
+    assert!(
+        seen.starts_with("Ok(Acquired"),
+        "the restarted host takes writes: {seen}"
+    );
+    assert!(world.replica()?.is_primary());
+    Ok(())
+}

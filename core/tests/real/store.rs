@@ -195,6 +195,46 @@ async fn job_completion_is_idempotent_on_redelivery() {
 }
 
 #[tokio::test]
+async fn both_write_paths_share_one_fence() {
+    let store = store().await;
+    let resource = fresh_resource("one-fence");
+    store.ensure_resource(&resource).await.unwrap();
+    assert_eq!(
+        store
+            .write_fenced(&write(&resource, 5, "single"))
+            .await
+            .unwrap(),
+        WriteOutcome::Accepted
+    );
+    // A paused owner with a lower fence comes back through the job path.
+    let stale = JobWrite {
+        job_id: JobId::new(format!("job-{}", uuid::Uuid::new_v4())).unwrap(),
+        write: write(&resource, 3, "stale job"),
+    };
+    assert_eq!(
+        store.apply_job(&stale).await.unwrap(),
+        JobOutcome::Stale { last_fence: 5 }
+    );
+    let newer = JobWrite {
+        job_id: JobId::new(format!("job-{}", uuid::Uuid::new_v4())).unwrap(),
+        write: write(&resource, 6, "job"),
+    };
+    assert_eq!(store.apply_job(&newer).await.unwrap(), JobOutcome::Applied);
+    assert_eq!(
+        store
+            .write_fenced(&write(&resource, 6, "late"))
+            .await
+            .unwrap(),
+        WriteOutcome::Stale { last_fence: 6 }
+    );
+    assert_eq!(
+        store.read(&resource).await.unwrap(),
+        Some(("job".into(), 6))
+    );
+    assert!(!store.is_completed(&stale.job_id).await.unwrap());
+}
+
+#[tokio::test]
 async fn fence_log_is_append_only() {
     let store = store().await;
     let resource = fresh_resource("append-only");

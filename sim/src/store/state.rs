@@ -9,9 +9,9 @@
 //! Postgres statements and row locks give.
 //!
 //! The tables are mirrored one to one, because their differences matter:
-//! `write_fenced` checks and raises `shared_resources.last_fence`, while
-//! `apply_job` checks and raises the separate guard row's fence (and raises
-//! `shared_resources.last_fence` only with `GREATEST`). Only `BTreeMap`s and a
+//! `write_fenced` checks and raises `shared_resources.last_fence`; `apply_job`
+//! checks the greater of it and the guard row's fence and raises both, so a
+//! resource has one fence whichever path writes it (as the Postgres store). Only `BTreeMap`s and a
 //! `Vec` are used, so every iteration order is fixed.
 
 use std::cell::RefCell;
@@ -202,12 +202,18 @@ impl StoreState {
     ) -> JobOutcome {
         let mut tables = self.0.borrow_mut();
         let job = Some(job_id);
-        let guard = match tables.resource_guards.get(resource) {
-            None => {
+        // One fence per resource, as the Postgres store's joined guard check:
+        // the guard row and `shared_resources.last_fence` together, and both
+        // rows must exist.
+        let guard = match (
+            tables.resource_guards.get(resource),
+            tables.shared_resources.get(resource),
+        ) {
+            (Some(&guard), Some(row)) => guard.max(row.last_fence),
+            _ => {
                 tables.log(resource, fence, owner, job, LogOutcome::NotFound, at_ms);
                 return JobOutcome::NotFound;
             }
-            Some(&guard) => guard,
         };
         if fence <= guard {
             tables.log(resource, fence, owner, job, LogOutcome::Stale, at_ms);
@@ -226,12 +232,13 @@ impl StoreState {
                 completed_at_ms: at_ms,
             },
         );
-        // `UPDATE shared_resources … WHERE id = $3` touches no row when only
-        // the guard exists; Postgres would not complain, and neither does this.
-        if let Some(row) = tables.shared_resources.get_mut(resource) {
-            row.value = value.to_owned();
-            row.last_fence = row.last_fence.max(fence);
-        }
+        let row = tables
+            .shared_resources
+            .get_mut(resource)
+            .expect("resource row checked above");
+        assert!(row.last_fence < fence, "the fence only ever rises");
+        row.value = value.to_owned();
+        row.last_fence = fence;
         let raised = tables
             .resource_guards
             .insert(resource.to_owned(), fence)
@@ -383,10 +390,9 @@ mod tests {
     }
 
     #[test]
-    fn job_and_single_statement_fences_are_separate_as_in_postgres() {
-        // Postgres keeps the guard's fence apart from shared_resources.last_fence:
-        // a job under a lower fence than a single-statement write is accepted
-        // (its guard is still 0), and GREATEST keeps last_fence at the higher one.
+    fn job_and_single_statement_writes_share_one_fence() {
+        // A job under a lower fence than an accepted single-statement write
+        // is stale, and the other way round.
         let state = StoreState::default();
         state.ensure_resource("r");
         assert_eq!(
@@ -395,29 +401,28 @@ mod tests {
         );
         assert_eq!(
             state.apply_job("j", "r", 3, "o3", "job", 1),
+            JobOutcome::Stale { last_fence: 5 }
+        );
+        assert_eq!(
+            state.apply_job("k", "r", 6, "o6", "job", 2),
             JobOutcome::Applied
         );
-        assert_eq!(state.read("r"), Some(("job".into(), 5)));
         assert_eq!(
-            state.write_fenced("r", 4, "o4", "late", 2),
-            WriteOutcome::Stale { last_fence: 5 }
+            state.write_fenced("r", 6, "o6b", "late", 3),
+            WriteOutcome::Stale { last_fence: 6 }
         );
-        assert_eq!(
-            state.apply_job("k", "r", 3, "o3", "again", 3),
-            JobOutcome::Stale { last_fence: 3 }
-        );
+        assert_eq!(state.read("r"), Some(("job".into(), 6)));
     }
 
     #[test]
-    fn a_guard_without_a_resource_row_records_the_completion_only() {
+    fn a_guard_without_a_resource_row_is_not_found() {
         let state = StoreState::default();
         state.0.borrow_mut().resource_guards.insert("g".into(), 0);
         assert_eq!(
             state.apply_job("j", "g", 1, "o", "v", 0),
-            JobOutcome::Applied
+            JobOutcome::NotFound
         );
-        assert_eq!(state.read("g"), None);
-        assert!(state.is_completed("j"));
+        assert!(!state.is_completed("j"));
     }
 
     #[test]
