@@ -13,8 +13,8 @@ use std::pin::Pin;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
 
 /// Largest exponent applied to the base, so `base * 2^attempt` cannot overflow.
 const BACKOFF_EXPONENT_MAX: u32 = 30;
@@ -38,14 +38,14 @@ impl Jitter for ThreadRngJitter {
 /// Jitter from a seeded RNG, for deterministic runs.
 #[derive(Debug)]
 pub struct SeededJitter {
-    rng: Mutex<SmallRng>,
+    rng: Mutex<ChaCha8Rng>,
 }
 
 impl SeededJitter {
     /// A jitter source whose sequence is fixed by `seed`.
     pub fn new(seed: u64) -> Self {
         Self {
-            rng: Mutex::new(SmallRng::seed_from_u64(seed)),
+            rng: Mutex::new(ChaCha8Rng::seed_from_u64(seed)),
         }
     }
 }

@@ -9,8 +9,8 @@
 use std::fmt;
 use std::sync::{Arc, Mutex};
 
-use rand::rngs::SmallRng;
 use rand::{RngCore, SeedableRng};
+use rand_chacha::ChaCha8Rng;
 
 use crate::error::InvalidInput;
 
@@ -75,17 +75,19 @@ impl TokenSource for RandomUuidTokens {
 }
 
 /// Version-4-shaped UUIDs drawn from a seeded RNG: the same seed gives the same
-/// sequence, which deterministic simulation and replay need.
+/// sequence, which deterministic simulation and replay need. ChaCha8 because
+/// its output is specified and portable (rand's `SmallRng` may change between
+/// releases and platforms, and a replay seed must outlive both).
 #[derive(Debug)]
 pub struct SeededUuidTokens {
-    rng: Mutex<SmallRng>,
+    rng: Mutex<ChaCha8Rng>,
 }
 
 impl SeededUuidTokens {
     /// A generator whose sequence is fixed by `seed`.
     pub fn new(seed: u64) -> Self {
         Self {
-            rng: Mutex::new(SmallRng::seed_from_u64(seed)),
+            rng: Mutex::new(ChaCha8Rng::seed_from_u64(seed)),
         }
     }
 }

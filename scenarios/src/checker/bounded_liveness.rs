@@ -1,0 +1,171 @@
+//! `bounded-liveness`: every contender eventually gets a decision, and no
+//! lock outlives max hold + lease.
+//!
+//! Two rules:
+//!
+//! 1. **Contenders are not starved** (from ops). A worker that invoked
+//!    `Acquire` at least once must either have a completed `Acquire`
+//!    answered `Acquired`, or have a last `Report` (by invoke time) whose
+//!    outcome is not `failed` — `retry-later` is a bounded give-up the queue
+//!    retries, `already-done`/`ownership-lost`/`success` are decisions. A
+//!    worker whose last op never completed is excused: it crashed, or the run
+//!    ended while it waited, and faults do not name workers. So this rule
+//!    catches contenders that end up failing or fall silent after finishing
+//!    every op; a lock that is never freed is caught by rule 2.
+//! 2. **No lock outlives its bound** (from the Redis ownership log). Each
+//!    holding — from `Set`/`Overwritten` to `Expired`/`Deleted`/
+//!    `Overwritten`/`Lost`, or to `end_ms` if still held — lasts at most
+//!    `hold_ms_max + lease_ms + tolerance_ms`. This catches a missing TTL
+//!    and unbounded renewal.
+//!
+//! Rule 1 is judged on whatever faults the run had: a scenario that keeps a
+//! fault up until the end (Redis down for good) is expected to violate it.
+//! Without the ownership log, rule 2 cannot be decided: a violation of rule 1
+//! still gives `Violated`, otherwise the verdict is `Undecided`.
+
+use std::collections::BTreeMap;
+
+use super::holdings::holdings;
+use super::{more, NO_REDIS_TRUTH};
+use crate::history::{History, Op, OpKind, OwnershipChange, OwnershipRecord, REPORT_FAILED};
+use crate::property::Property;
+use crate::verdict::{short_owner, HistorySlice, Verdict};
+
+const PROPERTY: Property = Property::BoundedLiveness;
+
+/// Judges `bounded-liveness`.
+pub(super) fn check(history: &History) -> Verdict {
+    let mut violations: Vec<(String, HistorySlice)> = Vec::new();
+    let contenders_count = contenders_decided(history, &mut violations);
+    let mut holdings_count = 0_usize;
+    if let Some(log) = &history.redis_truth {
+        holdings_count = holdings_bounded(history, log, &mut violations);
+    }
+
+    let violations_total = violations.len();
+    if let Some((explanation, slice)) = violations.into_iter().next() {
+        return Verdict::violated(
+            PROPERTY,
+            format!("{explanation}{}", more(violations_total)),
+            slice,
+        );
+    }
+    let contenders =
+        format!("{contenders_count} contending workers each acquired or gave up cleanly");
+    match &history.redis_truth {
+        None => Verdict::undecided(
+            PROPERTY,
+            format!("{NO_REDIS_TRUTH} (how long locks were held is unknown); {contenders}"),
+        ),
+        Some(_) => Verdict::held(
+            PROPERTY,
+            format!(
+                "{contenders}; {holdings_count} lock holdings each ended within max hold + lease"
+            ),
+        ),
+    }
+}
+
+/// Rule 1; returns how many workers contended.
+fn contenders_decided(history: &History, violations: &mut Vec<(String, HistorySlice)>) -> usize {
+    let mut by_worker: BTreeMap<&str, Vec<&Op>> = BTreeMap::new();
+    for op in &history.ops {
+        by_worker.entry(op.worker.as_str()).or_default().push(op);
+    }
+    let mut contenders_count = 0_usize;
+    for (worker, ops) in &mut by_worker {
+        ops.sort_by_key(|op| (op.invoke_ms, op.id));
+        let acquires: Vec<&Op> = ops
+            .iter()
+            .copied()
+            .filter(|op| op.kind == OpKind::Acquire)
+            .collect();
+        let (Some(&first), Some(&last)) = (acquires.first(), acquires.last()) else {
+            continue;
+        };
+        contenders_count += 1;
+        if acquires.iter().any(|op| op.acquired_fence().is_some()) {
+            continue;
+        }
+        if ops.last().is_some_and(|op| op.complete_ms.is_none()) {
+            continue;
+        }
+        let report = ops.iter().rev().find_map(|op| match &op.kind {
+            OpKind::Report { outcome, .. } => Some((*op, outcome.as_str())),
+            _ => None,
+        });
+        let ended = match report {
+            Some((_, outcome)) if outcome != REPORT_FAILED => continue,
+            Some((op, outcome)) => {
+                format!("its last report was \"{outcome}\" at {} ms", op.invoke_ms)
+            }
+            None => "it never reported".to_owned(),
+        };
+        let explanation = format!(
+            "worker {worker} invoked acquire {} times from {} ms to {} ms and never acquired; {ended}",
+            acquires.len(),
+            first.invoke_ms,
+            last.invoke_ms,
+        );
+        let slice = HistorySlice::default()
+            .with_op(first)
+            .with_op(last)
+            .with_op_opt(report.map(|(op, _)| op));
+        violations.push((explanation, slice));
+    }
+    contenders_count
+}
+
+/// Rule 2; returns how many holdings were judged.
+fn holdings_bounded(
+    history: &History,
+    log: &[OwnershipRecord],
+    violations: &mut Vec<(String, HistorySlice)>,
+) -> usize {
+    let limits = history.limits;
+    let bound_ms = limits
+        .hold_ms_max
+        .saturating_add(limits.lease_ms)
+        .saturating_add(limits.tolerance_ms);
+    let holdings = holdings(log);
+    for holding in &holdings {
+        let held_ms = holding.duration_ms(history.end_ms);
+        if held_ms <= bound_ms {
+            continue;
+        }
+        let until = match holding.end {
+            Some((end_ms, end_index)) => {
+                let how = match &log[end_index].change {
+                    OwnershipChange::Expired { .. } => "expiry",
+                    OwnershipChange::Deleted { .. } => "deletion",
+                    OwnershipChange::Overwritten { .. } => "an overwrite",
+                    OwnershipChange::Lost { .. } => "the server's loss of data",
+                    OwnershipChange::Set { .. } => "a new set",
+                };
+                format!("to {end_ms} ms, ended by {how}")
+            }
+            None => format!(
+                "and still held it at the end of the run at {} ms",
+                history.end_ms
+            ),
+        };
+        let explanation = format!(
+            "owner {} held the lock {} on {} for {held_ms} ms (from {} ms {until}), longer than \
+             max hold {} ms + lease {} ms + tolerance {} ms",
+            short_owner(&holding.owner),
+            holding.key,
+            holding.server,
+            holding.start_ms,
+            limits.hold_ms_max,
+            limits.lease_ms,
+            limits.tolerance_ms,
+        );
+        let mut slice =
+            HistorySlice::default().with_ownership(holding.start_index, &log[holding.start_index]);
+        if let Some((_, end_index)) = holding.end {
+            slice = slice.with_ownership(end_index, &log[end_index]);
+        }
+        violations.push((explanation, slice));
+    }
+    holdings.len()
+}

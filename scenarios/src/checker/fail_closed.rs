@@ -1,0 +1,117 @@
+//! `fail-closed`: no protected write is accepted without a successful acquire.
+//!
+//! Decided from the store's fence log and the ops. Every accepted record must
+//! have behind it a completed `Acquire` by the same owner token answered
+//! `Acquired { fence: Some(f) }` with the record's fence, completed no later
+//! than the write was invoked. An acquire that ended `Indeterminate` or
+//! `Fail`, or issued no fence, does not count: a client that writes after
+//! one of those did not fail closed. The write's invoke is the latest
+//! matching write op invoked by the commit (plus tolerance); a record with no
+//! write op behind it (a write the client never reported) is bounded by its
+//! commit time. Without the log the verdict is `Undecided`.
+
+use std::collections::BTreeMap;
+
+use super::{lookup, more, NO_STORE_TRUTH};
+use crate::history::{FenceOutcome, FenceRecord, History, Op, OpKind, Outcome};
+use crate::property::Property;
+use crate::verdict::{short_owner, HistorySlice, Verdict};
+
+const PROPERTY: Property = Property::FailClosed;
+
+/// Judges `fail-closed`.
+pub(super) fn check(history: &History) -> Verdict {
+    let Some(log) = &history.store_truth else {
+        return Verdict::undecided(PROPERTY, NO_STORE_TRUTH);
+    };
+    // Earliest completion of a successful acquire, per (owner, fence).
+    let mut acquired_ms: BTreeMap<(&str, i64), u64> = BTreeMap::new();
+    for op in &history.ops {
+        if let (Some(Some(fence)), Some(owner), Some(complete_ms)) =
+            (op.acquired_fence(), op.owner.as_deref(), op.complete_ms)
+        {
+            let entry = acquired_ms.entry((owner, fence)).or_insert(complete_ms);
+            *entry = (*entry).min(complete_ms);
+        }
+    }
+    let mut violations: Vec<(&FenceRecord, Option<&Op>, u64)> = Vec::new();
+    let mut accepted_count = 0_usize;
+    for record in log.iter().filter(|r| r.outcome == FenceOutcome::Accepted) {
+        accepted_count += 1;
+        let write = lookup::write_for(history, record);
+        let write_invoke_ms = write.map_or(record.at_ms, |op| op.invoke_ms);
+        let covered = acquired_ms
+            .get(&(record.owner.as_str(), record.fence))
+            .is_some_and(|&complete_ms| complete_ms <= write_invoke_ms);
+        if !covered {
+            violations.push((record, write, write_invoke_ms));
+        }
+    }
+    let Some(&(record, write, write_invoke_ms)) = violations.first() else {
+        return Verdict::held(
+            PROPERTY,
+            format!(
+                "each of {accepted_count} accepted writes followed a completed successful \
+                 acquire of its fence by its owner"
+            ),
+        );
+    };
+    let acquire = closest_acquire(history, &record.owner, record.fence);
+    let why = match acquire {
+        None => format!("{} never invoked an acquire", short_owner(&record.owner)),
+        Some(op) => acquire_failure(op, record.fence, write_invoke_ms),
+    };
+    let explanation = format!(
+        "write by owner {} with fence {} was accepted at {} ms (seq {}), but {why}{}",
+        short_owner(&record.owner),
+        record.fence,
+        record.at_ms,
+        record.seq,
+        more(violations.len()),
+    );
+    let slice = HistorySlice::default()
+        .with_fence(record)
+        .with_op_opt(write)
+        .with_op_opt(acquire);
+    Verdict::violated(PROPERTY, explanation, slice)
+}
+
+/// The owner's acquire that best explains the write: one that issued this
+/// fence if any, else the owner's last acquire.
+fn closest_acquire<'h>(history: &'h History, owner: &str, fence: i64) -> Option<&'h Op> {
+    let acquires = history
+        .ops
+        .iter()
+        .filter(|op| op.is_owner(owner) && op.kind == OpKind::Acquire);
+    let mut best: Option<&Op> = None;
+    for op in acquires {
+        let issued_this = op.acquired_fence() == Some(Some(fence));
+        let best_issued = best.is_some_and(|b| b.acquired_fence() == Some(Some(fence)));
+        let later = best.is_none_or(|b| (op.invoke_ms, op.id) > (b.invoke_ms, b.id));
+        if (issued_this && !best_issued) || (issued_this == best_issued && later) {
+            best = Some(op);
+        }
+    }
+    best
+}
+
+/// Why `acquire` does not cover a write of `fence` invoked at `write_invoke_ms`.
+fn acquire_failure(acquire: &Op, fence: i64, write_invoke_ms: u64) -> String {
+    let id = acquire.id;
+    match (&acquire.outcome, acquire.acquired_fence()) {
+        (Outcome::Indeterminate(why), _) => {
+            format!("its acquire (op {id}) ended indeterminate ({why})")
+        }
+        (Outcome::Fail(why), _) => format!("its acquire (op {id}) failed ({why})"),
+        (_, Some(None)) => format!("its acquire (op {id}) issued no fence"),
+        (_, Some(Some(f))) if f == fence => format!(
+            "its acquire of fence {fence} (op {id}) completed only at {} ms, after the write \
+             was invoked at {write_invoke_ms} ms",
+            acquire.complete_ms.unwrap_or(acquire.invoke_ms)
+        ),
+        (_, Some(Some(f))) => format!("its acquire (op {id}) issued fence {f}, not {fence}"),
+        (Outcome::Ok(value), None) => {
+            format!("its acquire (op {id}) did not acquire ({value:?})")
+        }
+    }
+}

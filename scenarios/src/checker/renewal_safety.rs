@@ -1,0 +1,235 @@
+//! `renewal-safety`: a renew never extends another owner's lock, and renewal
+//! stops at the maximum hold time or renewal count.
+//!
+//! Two rules:
+//!
+//! 1. **No extending another owner's key** (from the Redis ownership log).
+//!    When owner `X`'s key expires at `t`, `X` was entitled to it until
+//!    `max(set, last own extension) + lease + tolerance`, where an own
+//!    extension is an `Acquire` or `Renew` by token `X` invoked by `t` that
+//!    was confirmed or is indeterminate (its command may have run), timed at
+//!    its completion, the latest moment its command can have run (or `t` if
+//!    it never completed). A key that outlives that was extended by someone
+//!    else. Only expiries show a deadline, so a key deleted or overwritten
+//!    first is not judged here.
+//! 2. **Bounded renewal** (from ops). Each confirmed `Renew` belongs to the
+//!    latest successful `Acquire` by the same worker and token completed
+//!    before it. Per acquisition at most `renewals_max` confirmed renews, and
+//!    none invoked later than the acquire's completion + `hold_ms_max` +
+//!    tolerance. (The completion is the latest moment the client can have
+//!    started counting its hold time, so the bound has no false alarms.)
+//!
+//! Without the ownership log, rule 1 cannot be decided: a violation of rule
+//! 2 still gives `Violated`, otherwise the verdict is `Undecided`.
+
+use std::collections::BTreeMap;
+
+use super::holdings::holdings;
+use super::{more, NO_REDIS_TRUTH};
+use crate::history::{History, OkValue, Op, OpKind, Outcome, OwnershipChange, OwnershipRecord};
+use crate::property::Property;
+use crate::verdict::{short_owner, HistorySlice, Verdict};
+
+const PROPERTY: Property = Property::RenewalSafety;
+
+/// Judges `renewal-safety`.
+pub(super) fn check(history: &History) -> Verdict {
+    let mut violations: Vec<(String, HistorySlice)> = Vec::new();
+    let mut expiries_count = 0_usize;
+    if let Some(log) = &history.redis_truth {
+        expiries_count = no_foreign_extension(history, log, &mut violations);
+    }
+    let renews_count = bounded_renewal(history, &mut violations);
+
+    let violations_total = violations.len();
+    if let Some((explanation, slice)) = violations.into_iter().next() {
+        return Verdict::violated(
+            PROPERTY,
+            format!("{explanation}{}", more(violations_total)),
+            slice,
+        );
+    }
+    let limits = format!(
+        "{renews_count} confirmed renews stayed within {} per acquisition and {} ms of hold",
+        history.limits.renewals_max, history.limits.hold_ms_max
+    );
+    match &history.redis_truth {
+        None => Verdict::undecided(
+            PROPERTY,
+            format!("{NO_REDIS_TRUTH} (whether a renew extended another owner's key is unknown); {limits}"),
+        ),
+        Some(_) => Verdict::held(
+            PROPERTY,
+            format!("{expiries_count} key expiries each came within their owner's entitlement; {limits}"),
+        ),
+    }
+}
+
+/// Whether `op` may have extended its owner's key: an acquire or renew the
+/// server confirmed, or whose answer never arrived.
+fn may_extend(op: &Op) -> bool {
+    matches!(
+        (&op.kind, &op.outcome),
+        (OpKind::Acquire, Outcome::Ok(OkValue::Acquired { .. }))
+            | (OpKind::Renew, Outcome::Ok(OkValue::Renewed))
+            | (OpKind::Acquire | OpKind::Renew, Outcome::Indeterminate(_))
+    )
+}
+
+/// Rule 1; returns how many expiries were judged.
+fn no_foreign_extension(
+    history: &History,
+    log: &[OwnershipRecord],
+    violations: &mut Vec<(String, HistorySlice)>,
+) -> usize {
+    let mut extensions: BTreeMap<&str, Vec<&Op>> = BTreeMap::new();
+    for op in history.ops.iter().filter(|op| may_extend(op)) {
+        if let Some(owner) = op.owner.as_deref() {
+            extensions.entry(owner).or_default().push(op);
+        }
+    }
+    let limits = history.limits;
+    let mut expiries_count = 0_usize;
+    for holding in holdings(log) {
+        let Some((expired_ms, end_index)) = holding.end else {
+            continue;
+        };
+        if !matches!(log[end_index].change, OwnershipChange::Expired { .. }) {
+            continue;
+        }
+        expiries_count += 1;
+        let own_last_ms = extensions
+            .get(holding.owner.as_str())
+            .into_iter()
+            .flatten()
+            .filter(|op| op.invoke_ms <= expired_ms)
+            .map(|op| op.complete_ms.unwrap_or(expired_ms).min(expired_ms))
+            .max();
+        let base_ms = own_last_ms.unwrap_or(0).max(holding.start_ms);
+        let entitled_ms = base_ms
+            .saturating_add(limits.lease_ms)
+            .saturating_add(limits.tolerance_ms);
+        if expired_ms <= entitled_ms {
+            continue;
+        }
+        // The foreign renew that most plausibly did it: the latest one the
+        // server confirmed before the expiry, after the owner's own.
+        let culprit = history
+            .ops
+            .iter()
+            .filter(|op| op.is_successful_renew() && !op.is_owner(&holding.owner))
+            .filter(|op| base_ms <= op.invoke_ms && op.invoke_ms <= expired_ms)
+            .max_by_key(|op| (op.invoke_ms, op.id));
+        let by = match culprit {
+            Some(op) => format!(
+                ": a renew by owner {} (worker {}, op {}) at {} ms extended it",
+                short_owner(op.owner.as_deref().unwrap_or("?")),
+                op.worker,
+                op.id,
+                op.invoke_ms
+            ),
+            None => String::new(),
+        };
+        let explanation = format!(
+            "owner {}'s key {} on {} expired at {expired_ms} ms, but it was entitled only until \
+             {entitled_ms} ms (set at {} ms, last own extension at {} ms, lease {} ms, \
+             tolerance {} ms){by}",
+            short_owner(&holding.owner),
+            holding.key,
+            holding.server,
+            holding.start_ms,
+            base_ms,
+            limits.lease_ms,
+            limits.tolerance_ms,
+        );
+        let slice = HistorySlice::default()
+            .with_ownership(holding.start_index, &log[holding.start_index])
+            .with_ownership(end_index, &log[end_index])
+            .with_op_opt(culprit);
+        violations.push((explanation, slice));
+    }
+    expiries_count
+}
+
+/// Rule 2; returns how many confirmed renews were judged.
+fn bounded_renewal(history: &History, violations: &mut Vec<(String, HistorySlice)>) -> usize {
+    // Successful acquisitions per (worker, owner), by completion.
+    let mut acquisitions: BTreeMap<(&str, &str), Vec<&Op>> = BTreeMap::new();
+    for op in &history.ops {
+        if let (Some(_), Some(owner)) = (op.acquired_fence(), op.owner.as_deref()) {
+            acquisitions
+                .entry((&op.worker, owner))
+                .or_default()
+                .push(op);
+        }
+    }
+    for ops in acquisitions.values_mut() {
+        ops.sort_by_key(|op| (op.complete_ms, op.id));
+    }
+    let mut renews: Vec<&Op> = history
+        .ops
+        .iter()
+        .filter(|op| op.is_successful_renew())
+        .collect();
+    renews.sort_by_key(|op| (op.invoke_ms, op.id));
+
+    let limits = history.limits;
+    let mut counts: BTreeMap<u64, u32> = BTreeMap::new();
+    for &renew in &renews {
+        let Some(owner) = renew.owner.as_deref() else {
+            continue;
+        };
+        let anchor = acquisitions
+            .get(&(renew.worker.as_str(), owner))
+            .into_iter()
+            .flatten()
+            .filter(|op| op.complete_ms.is_some_and(|c| c <= renew.invoke_ms))
+            .max_by_key(|op| (op.complete_ms, op.id));
+        let Some(&acquire) = anchor else {
+            continue;
+        };
+        let acquired_ms = acquire.complete_ms.expect("anchors completed");
+        let count = counts.entry(acquire.id).or_insert(0);
+        *count += 1;
+        let count = *count;
+        let hold_end_ms = acquired_ms
+            .saturating_add(limits.hold_ms_max)
+            .saturating_add(limits.tolerance_ms);
+        let who = format!("owner {} (worker {})", short_owner(owner), renew.worker);
+        let explanation = if count > limits.renewals_max {
+            format!(
+                "{who} renewed for the {} time at {} ms after acquiring at {acquired_ms} ms; \
+                 at most {} renewals are allowed",
+                ordinal(count),
+                renew.invoke_ms,
+                limits.renewals_max
+            )
+        } else if renew.invoke_ms > hold_end_ms {
+            format!(
+                "{who} renewed at {} ms, {} ms after acquiring at {acquired_ms} ms; the hold may \
+                 last at most {} ms (+ {} ms tolerance)",
+                renew.invoke_ms,
+                renew.invoke_ms - acquired_ms,
+                limits.hold_ms_max,
+                limits.tolerance_ms
+            )
+        } else {
+            continue;
+        };
+        let slice = HistorySlice::default().with_op(acquire).with_op(renew);
+        violations.push((explanation, slice));
+    }
+    renews.len()
+}
+
+/// "1st", "2nd", "3rd", "4th", … for explanations.
+fn ordinal(n: u32) -> String {
+    let suffix = match (n % 10, n % 100) {
+        (_, 11..=13) => "th",
+        (1, _) => "st",
+        (2, _) => "nd",
+        (3, _) => "rd",
+        _ => "th",
+    };
+    format!("{n}{suffix}")
+}

@@ -1,0 +1,177 @@
+//! Verdicts: what the checker says about one property, and the slice of
+//! history that shows it.
+//!
+//! A verdict is read by people (the explanation is plain words with times and
+//! fences) and by reports (the slice names the op ids and truth records a
+//! timeline should highlight). The slice is kept to the few items that
+//! contradict each other, bounded by [`SLICE_ITEMS_MAX`], so a reader sees the
+//! violation rather than the run.
+
+use serde::{Deserialize, Serialize};
+
+use crate::history::{FenceRecord, Op, OwnershipRecord};
+use crate::property::Property;
+
+/// Most items (ops + records) one slice holds: a violation is shown by the
+/// two or three items that contradict each other, never by a dump.
+pub const SLICE_ITEMS_MAX: usize = 6;
+
+/// Whether a property held.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Status {
+    /// The history shows no violation.
+    Held,
+    /// The history shows a violation (see the slice).
+    Violated,
+    /// The history cannot decide it (the explanation says why).
+    Undecided,
+}
+
+/// The checker's answer for one property.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Verdict {
+    /// The property judged.
+    pub property: Property,
+    /// Held, violated or undecided.
+    pub status: Status,
+    /// Plain words: what was checked, what contradicts it, or why undecided.
+    pub explanation: String,
+    /// The smallest part of the history showing a violation (empty otherwise).
+    pub slice: HistorySlice,
+}
+
+impl Verdict {
+    /// The property held.
+    pub fn held(property: Property, explanation: impl Into<String>) -> Self {
+        Self::new(property, Status::Held, explanation, HistorySlice::default())
+    }
+
+    /// The property was violated, shown by `slice`.
+    pub fn violated(
+        property: Property,
+        explanation: impl Into<String>,
+        slice: HistorySlice,
+    ) -> Self {
+        assert!(!slice.is_empty(), "a violation must point at history");
+        Self::new(property, Status::Violated, explanation, slice)
+    }
+
+    /// The property cannot be decided, for `reason`.
+    pub fn undecided(property: Property, reason: impl Into<String>) -> Self {
+        Self::new(property, Status::Undecided, reason, HistorySlice::default())
+    }
+
+    fn new(
+        property: Property,
+        status: Status,
+        explanation: impl Into<String>,
+        slice: HistorySlice,
+    ) -> Self {
+        let explanation = explanation.into();
+        assert!(!explanation.is_empty(), "a verdict always explains itself");
+        Self {
+            property,
+            status,
+            explanation,
+            slice,
+        }
+    }
+}
+
+/// An ownership record picked out of `redis_truth`, with its position there
+/// (records have no id of their own).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OwnershipAt {
+    /// Index into `History::redis_truth`.
+    pub index: usize,
+    /// The record.
+    pub record: OwnershipRecord,
+}
+
+/// The part of a history a verdict points at.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HistorySlice {
+    /// Ids of the ops involved, in the order they matter.
+    pub op_ids: Vec<u64>,
+    /// Redis ownership records involved.
+    pub ownership: Vec<OwnershipAt>,
+    /// Fence-log records involved (each names its `seq`).
+    pub fences: Vec<FenceRecord>,
+}
+
+impl HistorySlice {
+    /// Adds an op (once).
+    pub fn with_op(mut self, op: &Op) -> Self {
+        if !self.op_ids.contains(&op.id) {
+            self.op_ids.push(op.id);
+        }
+        self.bounded()
+    }
+
+    /// Adds an op if there is one.
+    pub fn with_op_opt(self, op: Option<&Op>) -> Self {
+        match op {
+            Some(op) => self.with_op(op),
+            None => self,
+        }
+    }
+
+    /// Adds the ownership record at `index` of `redis_truth`.
+    pub fn with_ownership(mut self, index: usize, record: &OwnershipRecord) -> Self {
+        self.ownership.push(OwnershipAt {
+            index,
+            record: record.clone(),
+        });
+        self.bounded()
+    }
+
+    /// Adds a fence-log record.
+    pub fn with_fence(mut self, record: &FenceRecord) -> Self {
+        self.fences.push(record.clone());
+        self.bounded()
+    }
+
+    /// How many items the slice holds.
+    pub fn len(&self) -> usize {
+        self.op_ids.len() + self.ownership.len() + self.fences.len()
+    }
+
+    /// Whether the slice holds nothing.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn bounded(self) -> Self {
+        assert!(self.len() <= SLICE_ITEMS_MAX, "slice grew past its bound");
+        self
+    }
+}
+
+/// An owner token as explanations print it: long tokens are cut to their
+/// first eight characters and `…`, which identifies them in a run.
+pub fn short_owner(owner: &str) -> String {
+    const SHOWN_CHARS: usize = 8;
+    if owner.chars().count() <= SHOWN_CHARS + 4 {
+        return owner.to_owned();
+    }
+    let head: String = owner.chars().take(SHOWN_CHARS).collect();
+    format!("{head}…")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn short_owner_cuts_long_tokens_only() {
+        assert_eq!(short_owner("w1-o1"), "w1-o1");
+        assert_eq!(short_owner("7f3e9a1b2c3d4e5f"), "7f3e9a1b…");
+    }
+
+    #[test]
+    #[should_panic(expected = "must point at history")]
+    fn violation_needs_a_slice() {
+        let _ = Verdict::violated(Property::FenceOrder, "x", HistorySlice::default());
+    }
+}
