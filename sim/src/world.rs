@@ -228,6 +228,22 @@ impl WorkerCtx {
             .build()
             .expect("a redis-counter config needs no other fence source")
     }
+
+    /// The reference lock client with fences from the store's durable
+    /// counter (the simulation's Postgres fence source); `config` must say
+    /// `FenceSourceKind::Postgres`.
+    pub fn lock_client_with_store_fences(
+        &self,
+        config: LockConfig,
+    ) -> Result<LockClient<SimRedisConnection>, redfence_core::ConfigError> {
+        LockClient::builder(self.redis.clone(), config)
+            .tokens(self.tokens.clone())
+            .jitter(self.jitter.clone())
+            .fence_source(Arc::new(crate::store::SimStoreFences::new(
+                self.store.clone(),
+            )))
+            .build()
+    }
 }
 
 /// Kills a worker's future the way a crash kills a process: it is dropped

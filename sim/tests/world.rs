@@ -5,8 +5,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use redfence_core::{
-    AcquireOutcome, Attempt, FencedStore, FencedWrite, JobId, JobOutcome, JobWrite, Lease,
-    LockConfig, LogOutcome, OwnerToken, ResourceName, WriteOutcome,
+    AcquireOutcome, Attempt, FenceSourceKind, FencedStore, FencedWrite, JobId, JobOutcome,
+    JobWrite, Lease, LockConfig, LogOutcome, OwnerToken, ResourceName, WriteOutcome,
 };
 use redfence_sim::redis::OwnershipChange;
 use redfence_sim::workload;
@@ -233,6 +233,54 @@ fn held_replication_then_failover_issues_a_fence_twice() -> Result<(), WorldErro
         *fences.lock().unwrap(),
         vec![1, 2, 2],
         "after failover the regressed counter issues fence 2 again"
+    );
+    Ok(())
+}
+
+#[test]
+fn failover_with_a_durable_fence_source_issues_no_fence_twice() -> Result<(), WorldError> {
+    let mut world = WorldBuilder::new(3).workers(1).replica(true).build()?;
+    let fences: Arc<Mutex<Vec<i64>>> = Arc::new(Mutex::new(Vec::new()));
+    let step = Arc::new(tokio::sync::Notify::new());
+    let (f, n) = (fences.clone(), step.clone());
+    world.spawn_worker(0, move |ctx| async move {
+        let config = LockConfig::builder()
+            .lease_ms(300)
+            .op_timeout_ms(50)
+            .backoff_base_ms(5)
+            .backoff_cap_ms(20)
+            .fence_source(FenceSourceKind::Postgres)
+            .build()
+            .unwrap();
+        let lock = ctx.lock_client_with_store_fences(config).unwrap();
+        // Bounded: three acquisitions, one per world step below.
+        for _ in 0..3 {
+            n.notified().await;
+            let lease = loop {
+                match lock.acquire(&resource()).await {
+                    Ok(AcquireOutcome::Acquired(lease)) => break lease,
+                    Ok(_) | Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+                }
+            };
+            f.lock().unwrap().push(lease.fence().get());
+            let _ = lock.release(&lease).await;
+        }
+    })?;
+    world.run_for(Duration::from_millis(100))?;
+    step.notify_one();
+    world.run_for(Duration::from_millis(300))?;
+    // Replicated: the replica knows fence 1.
+    world.cut_replication()?;
+    step.notify_one();
+    world.run_for(Duration::from_millis(300))?;
+    // The Redis counter is not used at all: the fence comes from the store.
+    world.fail_over()?;
+    step.notify_one();
+    world.run_until_workers_done(Duration::from_secs(10))?;
+    assert_eq!(
+        *fences.lock().unwrap(),
+        vec![1, 2, 3],
+        "the store's counter does not regress when Redis fails over"
     );
     Ok(())
 }

@@ -187,6 +187,56 @@ fn unexpected(reply: Reply, request: &str) -> StoreError {
     StoreError::Transport(format!("unexpected reply to {request}: {reply:?}"))
 }
 
+impl SimStoreClient {
+    /// The store's durable fence counter for `resource` (the simulated
+    /// `fence_counters` row).
+    pub async fn next_fence(&self, resource: &ResourceName) -> Result<i64, StoreError> {
+        let request = Request::NextFence {
+            resource: resource.as_str().to_owned(),
+        };
+        match self.call(request).await? {
+            Reply::Fence(fence) => Ok(fence),
+            other => Err(unexpected(other, "next_fence")),
+        }
+    }
+}
+
+/// Fences from the simulated store's durable counter: the simulation's
+/// counterpart of core's `PostgresFences`, so a scenario can compare a Redis
+/// counter that regresses across failover with a durable one.
+#[derive(Clone, Debug)]
+pub struct SimStoreFences {
+    store: SimStoreClient,
+}
+
+impl SimStoreFences {
+    /// Fences from `store`'s counter.
+    pub fn new(store: SimStoreClient) -> Self {
+        Self { store }
+    }
+}
+
+#[async_trait]
+impl redfence_core::FenceSource for SimStoreFences {
+    fn kind(&self) -> redfence_core::FenceSourceKind {
+        redfence_core::FenceSourceKind::Postgres
+    }
+
+    async fn fence_for(
+        &self,
+        resource: &ResourceName,
+        _from_script: Option<redfence_core::Fence>,
+    ) -> Result<redfence_core::Fence, redfence_core::LockError> {
+        let value = self
+            .store
+            .next_fence(resource)
+            .await
+            .map_err(redfence_core::LockError::FenceSource)?;
+        redfence_core::Fence::new(value)
+            .map_err(|e| redfence_core::LockError::FenceSource(StoreError::InvalidInput(e)))
+    }
+}
+
 #[async_trait]
 impl FencedStore for SimStoreClient {
     async fn ensure_resource(&self, resource: &ResourceName) -> Result<(), StoreError> {

@@ -37,7 +37,7 @@ pub mod protocol;
 pub mod server;
 pub mod state;
 
-pub use client::SimStoreClient;
+pub use client::{SimStoreClient, SimStoreFences};
 pub use server::serve;
 pub use state::StoreState;
 

@@ -76,6 +76,11 @@ pub enum Request {
         /// Resource name.
         resource: String,
     },
+    /// Increments the resource's durable fence counter (`fence_counters`).
+    NextFence {
+        /// Resource name.
+        resource: String,
+    },
 }
 
 /// One reply from the store.
@@ -93,6 +98,8 @@ pub enum Reply {
     Value(Option<(String, i64)>),
     /// The answer to `FenceLog`, in `seq` order.
     FenceLog(Vec<FenceLogEntry>),
+    /// The answer to `NextFence`.
+    Fence(i64),
     /// The request was refused (malformed, or an answer too large for a frame).
     Error(String),
 }
@@ -268,6 +275,7 @@ pub fn encode_request(id: u64, request: &Request) -> Vec<u8> {
         Request::IsCompleted { job_id } => e.text("is_completed").text(job_id),
         Request::Read { resource } => e.text("read").text(resource),
         Request::FenceLog { resource } => e.text("fence_log").text(resource),
+        Request::NextFence { resource } => e.text("next_fence").text(resource),
     };
     e.finish()
 }
@@ -307,6 +315,9 @@ pub fn decode_request(body: &[u8]) -> Result<(u64, Request), ProtocolError> {
             resource: d.string()?,
         },
         "fence_log" => Request::FenceLog {
+            resource: d.string()?,
+        },
+        "next_fence" => Request::NextFence {
             resource: d.string()?,
         },
         other => return Err(unknown("operation", other)),
@@ -364,6 +375,9 @@ pub fn encode_reply(id: u64, reply: &Reply) -> Vec<u8> {
                 e.text(entry.outcome.as_str()).int(entry.at_ms);
             }
         }
+        Reply::Fence(fence) => {
+            e.text("fence").int(*fence);
+        }
         Reply::Error(message) => {
             e.text("error").text(message);
         }
@@ -406,6 +420,7 @@ pub fn decode_reply(body: &[u8]) -> Result<(u64, Reply), ProtocolError> {
             other => return Err(unknown("option tag", other)),
         }),
         "fence_log" => Reply::FenceLog(decode_fence_log(&mut d)?),
+        "fence" => Reply::Fence(d.int()?),
         "error" => Reply::Error(d.string()?),
         other => return Err(unknown("reply kind", other)),
     };
@@ -501,6 +516,7 @@ mod tests {
             Reply::Value(Some((String::new(), 0))),
             Reply::Value(Some(("x:y 1:z\n".into(), i64::MAX))),
             Reply::FenceLog(vec![]),
+            Reply::Fence(42),
             Reply::FenceLog(vec![
                 entry(1, None, LogOutcome::NotFound),
                 entry(2, Some("job 7"), LogOutcome::Accepted),
@@ -578,6 +594,7 @@ mod tests {
             text().prop_map(|job_id| Request::IsCompleted { job_id }),
             text().prop_map(|resource| Request::Read { resource }),
             text().prop_map(|resource| Request::FenceLog { resource }),
+            text().prop_map(|resource| Request::NextFence { resource }),
         ]
     }
 

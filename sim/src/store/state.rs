@@ -55,6 +55,8 @@ struct Tables {
     job_completions: BTreeMap<String, JobCompletion>,
     /// `fence_log`, in `seq` order: `fence_log[i].seq == i + 1`.
     fence_log: Vec<FenceLogEntry>,
+    /// `fence_counters`: the durable fence source, one counter per resource.
+    fence_counters: BTreeMap<String, i64>,
 }
 
 impl Tables {
@@ -134,6 +136,20 @@ impl StoreState {
             .resource_guards
             .entry(resource.to_owned())
             .or_insert(0);
+    }
+
+    /// The durable fence counter: `INSERT … ON CONFLICT DO UPDATE SET value
+    /// = value + 1 RETURNING value`, as `PgFencedStore::next_fence`.
+    pub(crate) fn next_fence(&self, resource: &str) -> i64 {
+        let mut tables = self.0.borrow_mut();
+        let counter = tables
+            .fence_counters
+            .entry(resource.to_owned())
+            .or_insert(0);
+        *counter = counter
+            .checked_add(1)
+            .expect("a fence counter cannot reach i64::MAX");
+        *counter
     }
 
     /// Whether `job_id` has completed.
@@ -271,6 +287,7 @@ impl StoreState {
             Request::IsCompleted { job_id } => Reply::Completed(self.is_completed(job_id)),
             Request::Read { resource } => Reply::Value(self.read(resource)),
             Request::FenceLog { resource } => Reply::FenceLog(self.fence_log(resource)),
+            Request::NextFence { resource } => Reply::Fence(self.next_fence(resource)),
         }
     }
 }
