@@ -190,14 +190,28 @@ fn paused_worker_does_not_renew() -> Result<(), WorldError> {
     Ok(())
 }
 
-#[test]
-fn held_replication_then_failover_issues_a_fence_twice() -> Result<(), WorldError> {
+/// Three acquisitions on a world with a replica: one replicated, one while
+/// the replication link is held, one after failing over. Returns the
+/// fences issued and what the replica's Redis counter said before failover.
+fn fences_across_failover(durable: bool) -> Result<(Vec<i64>, Option<Vec<u8>>), WorldError> {
     let mut world = WorldBuilder::new(3).workers(1).replica(true).build()?;
     let fences: Arc<Mutex<Vec<i64>>> = Arc::new(Mutex::new(Vec::new()));
     let step = Arc::new(tokio::sync::Notify::new());
     let (f, n) = (fences.clone(), step.clone());
     world.spawn_worker(0, move |ctx| async move {
-        let lock = ctx.lock_client(config());
+        let lock = if durable {
+            let config = LockConfig::builder()
+                .lease_ms(300)
+                .op_timeout_ms(50)
+                .backoff_base_ms(5)
+                .backoff_cap_ms(20)
+                .fence_source(FenceSourceKind::Postgres)
+                .build()
+                .unwrap();
+            ctx.lock_client_with_store_fences(config).unwrap()
+        } else {
+            ctx.lock_client(config())
+        };
         // Bounded: three acquisitions, one per world step below.
         for _ in 0..3 {
             n.notified().await;
@@ -214,23 +228,29 @@ fn held_replication_then_failover_issues_a_fence_twice() -> Result<(), WorldErro
     world.run_for(Duration::from_millis(100))?;
     step.notify_one();
     world.run_for(Duration::from_millis(300))?;
-    // Replicated: the replica knows fence 1.
     world.cut_replication()?;
     step.notify_one();
     world.run_for(Duration::from_millis(300))?;
-    assert_eq!(
-        world
-            .replica()?
-            .get(&format!("fence:{{{}}}", workload::RESOURCE))
-            .as_deref(),
-        Some(&b"1"[..]),
-        "the held link kept fence 2 from the replica"
-    );
+    let replica_counter = world
+        .replica()?
+        .get(&format!("fence:{{{}}}", workload::RESOURCE));
     world.fail_over()?;
     step.notify_one();
     world.run_until_workers_done(Duration::from_secs(10))?;
+    let fences = fences.lock().unwrap().clone();
+    Ok((fences, replica_counter))
+}
+
+#[test]
+fn held_replication_then_failover_issues_a_fence_twice() -> Result<(), WorldError> {
+    let (fences, replica_counter) = fences_across_failover(false)?;
     assert_eq!(
-        *fences.lock().unwrap(),
+        replica_counter.as_deref(),
+        Some(&b"1"[..]),
+        "the held link kept fence 2 from the replica"
+    );
+    assert_eq!(
+        fences,
         vec![1, 2, 2],
         "after failover the regressed counter issues fence 2 again"
     );
@@ -239,46 +259,13 @@ fn held_replication_then_failover_issues_a_fence_twice() -> Result<(), WorldErro
 
 #[test]
 fn failover_with_a_durable_fence_source_issues_no_fence_twice() -> Result<(), WorldError> {
-    let mut world = WorldBuilder::new(3).workers(1).replica(true).build()?;
-    let fences: Arc<Mutex<Vec<i64>>> = Arc::new(Mutex::new(Vec::new()));
-    let step = Arc::new(tokio::sync::Notify::new());
-    let (f, n) = (fences.clone(), step.clone());
-    world.spawn_worker(0, move |ctx| async move {
-        let config = LockConfig::builder()
-            .lease_ms(300)
-            .op_timeout_ms(50)
-            .backoff_base_ms(5)
-            .backoff_cap_ms(20)
-            .fence_source(FenceSourceKind::Postgres)
-            .build()
-            .unwrap();
-        let lock = ctx.lock_client_with_store_fences(config).unwrap();
-        // Bounded: three acquisitions, one per world step below.
-        for _ in 0..3 {
-            n.notified().await;
-            let lease = loop {
-                match lock.acquire(&resource()).await {
-                    Ok(AcquireOutcome::Acquired(lease)) => break lease,
-                    Ok(_) | Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
-                }
-            };
-            f.lock().unwrap().push(lease.fence().get());
-            let _ = lock.release(&lease).await;
-        }
-    })?;
-    world.run_for(Duration::from_millis(100))?;
-    step.notify_one();
-    world.run_for(Duration::from_millis(300))?;
-    // Replicated: the replica knows fence 1.
-    world.cut_replication()?;
-    step.notify_one();
-    world.run_for(Duration::from_millis(300))?;
-    // The Redis counter is not used at all: the fence comes from the store.
-    world.fail_over()?;
-    step.notify_one();
-    world.run_until_workers_done(Duration::from_secs(10))?;
+    let (fences, replica_counter) = fences_across_failover(true)?;
     assert_eq!(
-        *fences.lock().unwrap(),
+        replica_counter, None,
+        "the Redis counter is not used at all"
+    );
+    assert_eq!(
+        fences,
         vec![1, 2, 3],
         "the store's counter does not regress when Redis fails over"
     );
