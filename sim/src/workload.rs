@@ -173,6 +173,14 @@ fn run_until_inside(
 /// The run as text: trace, then the two ground-truth logs.
 pub fn finish(world: &World) -> RunText {
     let mut text = world.trace().to_text();
+    text.push_str("-- redis commands\n");
+    for c in world.commands().events() {
+        let _ = writeln!(
+            text,
+            "{:>8}ms {:<10} {:<18} {}",
+            c.at_ms, c.server, c.client, c.command
+        );
+    }
     text.push_str("-- redis ownership log\n");
     for e in world.ownership().events() {
         let _ = writeln!(

@@ -33,7 +33,7 @@ use std::time::{Duration, UNIX_EPOCH};
 use redfence_core::{FreezeSwitch, LockClient, LockConfig, SeededJitter, SeededUuidTokens};
 
 use crate::connection::{RedisDirectory, SimRedisConnection};
-use crate::redis::{serve_turmoil, OwnershipLog, RedisConfig, RedisHandle, REDIS_PORT};
+use crate::redis::{serve_turmoil, CommandLog, OwnershipLog, RedisConfig, RedisHandle, REDIS_PORT};
 use crate::seeds::{self, stream};
 use crate::store::{self, SimStoreClient, StoreState};
 use crate::trace::Trace;
@@ -326,6 +326,7 @@ pub struct World {
     /// `hold`/`release` set both directions and would undo a one-way reply
     /// drop; every change recomputes the link from this state instead.
     links: BTreeMap<(usize, String), LinkFaults>,
+    commands: CommandLog,
 }
 
 /// The faults in force on one worker's link to one peer.
@@ -352,7 +353,8 @@ impl World {
         let store = StoreState::default();
         let primary = RedisHandle::default();
 
-        let (log, handle) = (ownership.clone(), primary.clone());
+        let commands = CommandLog::new();
+        let (log, handle, cmds) = (ownership.clone(), primary.clone(), commands.clone());
         sim.host(PRIMARY_HOST, move || {
             serve_turmoil(
                 RedisConfig {
@@ -360,6 +362,7 @@ impl World {
                     port: REDIS_PORT,
                     replica_of: None,
                     lock_key_prefix: "lock:".to_owned(),
+                    command_log: Some(cmds.clone()),
                 },
                 log.clone(),
                 handle.clone(),
@@ -371,6 +374,7 @@ impl World {
         let replica = config.replica.then(|| {
             let handle = RedisHandle::default();
             let (log, h, p) = (ownership.clone(), handle.clone(), promoted.clone());
+            let cmds = commands.clone();
             sim.host(REPLICA_HOST, move || {
                 let replica_of =
                     (!p.load(Ordering::SeqCst)).then(|| (PRIMARY_HOST.to_owned(), REDIS_PORT));
@@ -380,6 +384,7 @@ impl World {
                         port: REDIS_PORT,
                         replica_of,
                         lock_key_prefix: "lock:".to_owned(),
+                        command_log: Some(cmds.clone()),
                     },
                     log.clone(),
                     h.clone(),
@@ -412,6 +417,7 @@ impl World {
             workers,
             promoted,
             links: BTreeMap::new(),
+            commands,
         }
     }
 
@@ -433,6 +439,11 @@ impl World {
     /// The Redis servers' ownership log: ground truth of who held each lock key.
     pub fn ownership(&self) -> &OwnershipLog {
         &self.ownership
+    }
+
+    /// Every command the Redis servers executed for clients, in order.
+    pub fn commands(&self) -> &CommandLog {
+        &self.commands
     }
 
     /// The store's durable state (fence log, values, completions).

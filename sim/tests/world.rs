@@ -39,6 +39,8 @@ fn same_seed_gives_a_byte_identical_trace() {
         // The workload really contends, pauses and loses replies.
         assert!(a.text.contains("pause worker-0"), "seed {seed}");
         assert!(a.text.contains("drop replies"), "seed {seed}");
+        // The servers' inputs are part of what must repeat.
+        assert!(a.text.contains("EVALSHA"), "seed {seed}");
         distinct.insert(fnv(&a.text));
     }
     // Different seeds give different interleavings.

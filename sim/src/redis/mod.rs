@@ -54,6 +54,8 @@ pub struct RedisConfig {
     /// Keys starting with this prefix are lock keys for the ownership log
     /// (default `"lock:"`).
     pub lock_key_prefix: String,
+    /// Where to record every command clients send (default: nowhere).
+    pub command_log: Option<CommandLog>,
 }
 
 impl RedisConfig {
@@ -64,6 +66,7 @@ impl RedisConfig {
             port: REDIS_PORT,
             replica_of: None,
             lock_key_prefix: "lock:".to_string(),
+            command_log: None,
         }
     }
 
@@ -77,6 +80,87 @@ impl RedisConfig {
 impl Default for RedisConfig {
     fn default() -> Self {
         Self::new("redis")
+    }
+}
+
+/// Most commands one [`CommandLog`] keeps; past it, commands are counted,
+/// not stored, so a runaway run cannot exhaust memory.
+pub const COMMAND_LOG_EVENTS_MAX: usize = 1_000_000;
+
+/// Longest rendering of one command kept in the log, in bytes.
+pub const COMMAND_TEXT_LEN_MAX: usize = 160;
+
+/// Every command clients sent, in execution order, for the run's trace: the
+/// determinism check then compares the servers' inputs too, not only what
+/// the workers chose to log.
+#[derive(Clone, Default)]
+pub struct CommandLog(Rc<RefCell<(Vec<CommandEvent>, u64)>>);
+
+/// One command a server executed for a client.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CommandEvent {
+    /// Simulated milliseconds.
+    pub at_ms: u64,
+    /// Server host name.
+    pub server: String,
+    /// The client's address.
+    pub client: String,
+    /// The command, arguments space-separated (lossy UTF-8, truncated).
+    pub command: String,
+}
+
+impl CommandLog {
+    /// A new, empty log.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A copy of every stored event.
+    pub fn events(&self) -> Vec<CommandEvent> {
+        self.0.borrow().0.clone()
+    }
+
+    /// Commands seen past [`COMMAND_LOG_EVENTS_MAX`].
+    pub fn dropped(&self) -> u64 {
+        self.0.borrow().1
+    }
+
+    pub(crate) fn record(&self, at_ms: u64, server: &str, client: &str, args: &[Vec<u8>]) {
+        let mut log = self.0.borrow_mut();
+        if log.0.len() >= COMMAND_LOG_EVENTS_MAX {
+            log.1 += 1;
+            return;
+        }
+        let mut command = String::new();
+        for (i, arg) in args.iter().enumerate() {
+            if i > 0 {
+                command.push(' ');
+            }
+            command.push_str(&String::from_utf8_lossy(arg));
+            if command.len() > COMMAND_TEXT_LEN_MAX {
+                let mut cut = COMMAND_TEXT_LEN_MAX;
+                while !command.is_char_boundary(cut) {
+                    cut -= 1;
+                }
+                command.truncate(cut);
+                command.push('…');
+                break;
+            }
+        }
+        log.0.push(CommandEvent {
+            at_ms,
+            server: server.to_owned(),
+            client: client.to_owned(),
+            command,
+        });
+    }
+}
+
+impl std::fmt::Debug for CommandLog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CommandLog")
+            .field("events", &self.0.borrow().0.len())
+            .finish()
     }
 }
 

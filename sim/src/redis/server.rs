@@ -230,6 +230,9 @@ impl Server {
             "empty requests are skipped by the connection"
         );
         let now_ms = self.now_ms();
+        if let Some(log) = &self.config.command_log {
+            log.record(now_ms, &self.config.name, &client.addr, args);
+        }
         let outcome = match self.check(args, Caller::Client) {
             Err(reply) => Outcome::Reply(reply),
             Ok(command) => {
