@@ -103,7 +103,9 @@ where
     /// `renew_interval_ms`, in this task.
     ///
     /// Renewal stops at `renewals_max` or `hold_ms_max` (the last renewal is
-    /// shortened so the lock never outlives `acquired + hold_ms_max`). When the
+    /// shortened to end at `acquired + hold_ms_max`; Redis starts that TTL
+    /// when the command arrives, so the key outlives the hold limit by at
+    /// most the renewal's transit time, itself bounded by `op_timeout_ms`). When the
     /// lease is lost — renew answered 0, renewals failed past the lease, or the
     /// limit was reached and the lease ran out — the job's [`LeaseSignal`]
     /// fires; the job decides how to stop, and `hold` returns when it has.
