@@ -29,10 +29,21 @@
 
 #![deny(missing_docs)]
 
+pub mod catalog;
 pub mod checker;
+pub mod conn;
+pub mod driver;
 pub mod history;
 pub mod property;
+pub mod protocol;
+pub mod protocols;
+pub mod recorder;
+pub mod run;
+pub mod scenario;
+pub mod sim_world;
+pub mod stage;
 pub mod verdict;
+pub mod world;
 
 pub use checker::{check, check_property, NO_REDIS_TRUTH, NO_STORE_TRUTH};
 pub use history::{

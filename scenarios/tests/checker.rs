@@ -757,6 +757,43 @@ fn fail_closed_catches_lock_before_fence() {
         .ends_with("its acquire (op 1) issued no fence"));
 }
 
+/// lock-before-fence, as the mutant really behaves: the lock is set, the
+/// INCR fails, the client reports the failure and walks away — leaving a
+/// lock nobody holds until it expires.
+#[test]
+fn fail_closed_catches_a_lock_left_by_a_failed_acquire() {
+    let failed = |b: HistoryBuilder| {
+        b.op(
+            "w1",
+            Some("o1"),
+            OpKind::Acquire,
+            0,
+            Some(5),
+            Outcome::Fail("ERR value is not an integer or out of range".into()),
+        ) // op 1
+        .set(3, "o1")
+    };
+    let history = failed(builder()).expired(1_003, "o1").end(2_000).build();
+    let verdict = judge(&history, Property::FailClosed);
+    assert_status(&verdict, Status::Violated);
+    assert_eq!(verdict.slice.op_ids, [1]);
+    assert_eq!(verdict.slice.ownership.len(), 2);
+    assert!(verdict
+        .explanation
+        .contains("stayed until it expired at 1003 ms"));
+
+    // Cleaned up by the client: fine.
+    let history = failed(builder()).deleted(40, "o1").end(2_000).build();
+    assert_status(&judge(&history, Property::FailClosed), Status::Held);
+
+    // Without the ownership log the rule cannot see the lock.
+    let mut history = failed(builder()).expired(1_003, "o1").end(2_000).build();
+    history.redis_truth = None;
+    let verdict = judge(&history, Property::FailClosed);
+    assert_status(&verdict, Status::Held);
+    assert!(verdict.explanation.contains("is unknown"));
+}
+
 #[test]
 fn fail_closed_catches_a_write_after_an_indeterminate_acquire() {
     let history = builder()

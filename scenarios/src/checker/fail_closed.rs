@@ -9,11 +9,21 @@
 //! matching write op invoked by the commit (plus tolerance); a record with no
 //! write op behind it (a write the client never reported) is bounded by its
 //! commit time. Without the log the verdict is `Undecided`.
+//!
+//! A second rule reads the Redis ownership log: **a failed acquire leaves no
+//! lock behind.** A holding whose owner token's every acquire ended in a
+//! definite `Fail` — the client was told "no" and walked away — must not
+//! run out by expiry or last to the end of the run: a protocol that sets the
+//! lock and then fails (for example, asking for the fence after taking the
+//! lock) blocks every contender for a whole lease with a lock nobody holds.
+//! A holding that ended by deletion was cleaned up and is fine. Without the
+//! ownership log this rule is skipped (the verdict says so).
 
 use std::collections::BTreeMap;
 
-use super::{lookup, more, NO_STORE_TRUTH};
-use crate::history::{FenceOutcome, FenceRecord, History, Op, OpKind, Outcome};
+use super::holdings::holdings;
+use super::{lookup, more, NO_REDIS_TRUTH, NO_STORE_TRUTH};
+use crate::history::{FenceOutcome, FenceRecord, History, Op, OpKind, Outcome, OwnershipChange};
 use crate::property::Property;
 use crate::verdict::{short_owner, HistorySlice, Verdict};
 
@@ -48,11 +58,19 @@ pub(super) fn check(history: &History) -> Verdict {
         }
     }
     let Some(&(record, write, write_invoke_ms)) = violations.first() else {
+        if let Some(verdict) = orphan_lock(history) {
+            return verdict;
+        }
+        let orphans = if history.redis_truth.is_some() {
+            "; no failed acquire left a lock behind".to_owned()
+        } else {
+            format!("; whether a failed acquire left a lock behind is unknown ({NO_REDIS_TRUTH})")
+        };
         return Verdict::held(
             PROPERTY,
             format!(
                 "each of {accepted_count} accepted writes followed a completed successful \
-                 acquire of its fence by its owner"
+                 acquire of its fence by its owner{orphans}"
             ),
         );
     };
@@ -74,6 +92,50 @@ pub(super) fn check(history: &History) -> Verdict {
         .with_op_opt(write)
         .with_op_opt(acquire);
     Verdict::violated(PROPERTY, explanation, slice)
+}
+
+/// The first lock left behind by an owner whose every acquire definitely
+/// failed, as a violation (see the module doc).
+fn orphan_lock(history: &History) -> Option<Verdict> {
+    let log = history.redis_truth.as_ref()?;
+    let mut acquires: BTreeMap<&str, Vec<&Op>> = BTreeMap::new();
+    for op in &history.ops {
+        if let (OpKind::Acquire, Some(owner)) = (&op.kind, op.owner.as_deref()) {
+            acquires.entry(owner).or_default().push(op);
+        }
+    }
+    let mut orphans = holdings(log).into_iter().filter(|holding| {
+        let failed_only = acquires
+            .get(holding.owner.as_str())
+            .is_some_and(|ops| ops.iter().all(|op| matches!(op.outcome, Outcome::Fail(_))));
+        let cleaned = holding
+            .end
+            .is_some_and(|(_, index)| matches!(log[index].change, OwnershipChange::Deleted { .. }));
+        failed_only && !cleaned
+    });
+    let holding = orphans.next()?;
+    let others = orphans.count();
+    let acquire = acquires[holding.owner.as_str()][0];
+    let until = match holding.end {
+        Some((at_ms, _)) => format!("until it expired at {at_ms} ms"),
+        None => "until the end of the run".to_owned(),
+    };
+    let explanation = format!(
+        "owner {}'s acquire (op {}) failed, yet its lock was set on {} at {} ms and stayed \
+         {until}, blocking every contender with a lock nobody held{}",
+        short_owner(&holding.owner),
+        acquire.id,
+        holding.server,
+        holding.start_ms,
+        more(others + 1),
+    );
+    let mut slice = HistorySlice::default()
+        .with_op(acquire)
+        .with_ownership(holding.start_index, &log[holding.start_index]);
+    if let Some((_, index)) = holding.end {
+        slice = slice.with_ownership(index, &log[index]);
+    }
+    Some(Verdict::violated(PROPERTY, explanation, slice))
 }
 
 /// The owner's acquire that best explains the write: one that issued this

@@ -199,6 +199,29 @@ impl SimStoreClient {
             other => Err(unexpected(other, "next_fence")),
         }
     }
+
+    /// A write with no fence or idempotency check (broken protocols only):
+    /// the store takes `fence` as the new last fence whatever it was.
+    pub async fn write_unchecked(
+        &self,
+        resource: &str,
+        fence: i64,
+        owner: &str,
+        job_id: Option<&str>,
+        value: &str,
+    ) -> Result<WriteOutcome, StoreError> {
+        let request = Request::WriteUnchecked {
+            resource: resource.to_owned(),
+            fence,
+            owner: owner.to_owned(),
+            job_id: job_id.unwrap_or_default().to_owned(),
+            value: value.to_owned(),
+        };
+        match self.call(request).await? {
+            Reply::Write(outcome) => Ok(outcome),
+            other => Err(unexpected(other, "write_unchecked")),
+        }
+    }
 }
 
 /// Fences from the simulated store's durable counter: the simulation's

@@ -81,6 +81,20 @@ pub enum Request {
         /// Resource name.
         resource: String,
     },
+    /// A write with no fence check at all: what a broken protocol does when
+    /// it skips the store's guard (mutants only). Logged like any write.
+    WriteUnchecked {
+        /// Resource name.
+        resource: String,
+        /// The fence the writer carried (stored as the new last fence).
+        fence: i64,
+        /// The writer's owner token.
+        owner: String,
+        /// The job it completes; empty for none (job ids are never empty).
+        job_id: String,
+        /// The new value.
+        value: String,
+    },
 }
 
 /// One reply from the store.
@@ -276,6 +290,19 @@ pub fn encode_request(id: u64, request: &Request) -> Vec<u8> {
         Request::Read { resource } => e.text("read").text(resource),
         Request::FenceLog { resource } => e.text("fence_log").text(resource),
         Request::NextFence { resource } => e.text("next_fence").text(resource),
+        Request::WriteUnchecked {
+            resource,
+            fence,
+            owner,
+            job_id,
+            value,
+        } => e
+            .text("write_unchecked")
+            .text(resource)
+            .int(*fence)
+            .text(owner)
+            .text(job_id)
+            .text(value),
     };
     e.finish()
 }
@@ -319,6 +346,13 @@ pub fn decode_request(body: &[u8]) -> Result<(u64, Request), ProtocolError> {
         },
         "next_fence" => Request::NextFence {
             resource: d.string()?,
+        },
+        "write_unchecked" => Request::WriteUnchecked {
+            resource: d.string()?,
+            fence: d.int()?,
+            owner: d.string()?,
+            job_id: d.string()?,
+            value: d.string()?,
         },
         other => return Err(unknown("operation", other)),
     };

@@ -264,6 +264,45 @@ impl StoreState {
         JobOutcome::Applied
     }
 
+    /// A write with no fence check and no idempotency check: the value and
+    /// the last fence become the writer's, whatever they were (the fence may
+    /// go down), the job is marked completed, and the write is logged
+    /// `accepted`. Only broken protocols (mutants) send this; the log shows
+    /// the checker what they did.
+    pub(crate) fn write_unchecked(
+        &self,
+        resource: &str,
+        fence: i64,
+        owner: &str,
+        job_id: Option<&str>,
+        value: &str,
+        at_ms: i64,
+    ) -> WriteOutcome {
+        let mut tables = self.0.borrow_mut();
+        let Some(row) = tables.shared_resources.get_mut(resource) else {
+            tables.log(resource, fence, owner, job_id, LogOutcome::NotFound, at_ms);
+            return WriteOutcome::NotFound;
+        };
+        row.value = value.to_owned();
+        row.last_fence = fence;
+        if let Some(guard) = tables.resource_guards.get_mut(resource) {
+            *guard = fence;
+        }
+        if let Some(job_id) = job_id {
+            tables.job_completions.insert(
+                job_id.to_owned(),
+                JobCompletion {
+                    resource: resource.to_owned(),
+                    fence,
+                    owner: owner.to_owned(),
+                    completed_at_ms: at_ms,
+                },
+            );
+        }
+        tables.log(resource, fence, owner, job_id, LogOutcome::Accepted, at_ms);
+        WriteOutcome::Accepted
+    }
+
     /// Runs one protocol request at simulated time `at_ms` and returns its reply.
     pub(crate) fn execute(&self, request: &Request, at_ms: i64) -> Reply {
         match request {
@@ -288,6 +327,16 @@ impl StoreState {
             Request::Read { resource } => Reply::Value(self.read(resource)),
             Request::FenceLog { resource } => Reply::FenceLog(self.fence_log(resource)),
             Request::NextFence { resource } => Reply::Fence(self.next_fence(resource)),
+            Request::WriteUnchecked {
+                resource,
+                fence,
+                owner,
+                job_id,
+                value,
+            } => {
+                let job_id = (!job_id.is_empty()).then_some(job_id.as_str());
+                Reply::Write(self.write_unchecked(resource, *fence, owner, job_id, value, at_ms))
+            }
         }
     }
 }

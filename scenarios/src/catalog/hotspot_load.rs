@@ -1,0 +1,154 @@
+//! `hotspot-load`: many workers, one resource. Mutual exclusion must still
+//! hold under contention, and the run measures what contention costs:
+//! acquisitions per second, attempts per acquisition, wait percentiles,
+//! fairness across workers — and, through [`wait_curve`], how wait time
+//! grows as workers are added, with full jitter against no jitter.
+
+use serde::{Deserialize, Serialize};
+
+use crate::property::Property;
+use crate::protocols::Reference;
+use crate::run::{run_one, WorldFactory};
+use crate::scenario::{Param, Scenario, ScenarioError, Setup};
+use crate::stage::Stage;
+
+use super::{jobs, plan, settle};
+
+/// Jobs per worker.
+const JOBS: usize = 4;
+/// Work inside the critical section.
+const WORK_MS: u64 = 20;
+
+/// See the module doc. Defaults: 8 workers, full jitter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HotspotLoad {
+    /// Workers contending.
+    pub workers: usize,
+    /// Full jitter between attempts (false: wait the whole backoff window).
+    pub jitter: bool,
+}
+
+impl Default for HotspotLoad {
+    fn default() -> Self {
+        Self {
+            workers: 8,
+            jitter: true,
+        }
+    }
+}
+
+impl Scenario for HotspotLoad {
+    fn name(&self) -> &'static str {
+        "hotspot-load"
+    }
+
+    fn describe(&self) -> &'static str {
+        "Eight workers hammer one resource with short jobs. Mutual exclusion and fence \
+         order must hold under contention; the run measures acquisitions per second, \
+         attempts per acquisition, wait-time percentiles and acquisitions per worker \
+         (fairness), and the wait curve shows how waiting grows as workers are added, \
+         with full jitter against none."
+    }
+
+    fn targets(&self) -> &'static [Property] {
+        &[
+            Property::FenceOrder,
+            Property::FenceUniqueness,
+            Property::ExactlyOnce,
+        ]
+    }
+
+    fn setup(&self) -> Setup {
+        let mut setup = Setup {
+            workers: self.workers,
+            ..Setup::default()
+        };
+        setup.backoff.base_ms = 10;
+        setup.backoff.attempts_max = 200;
+        setup.backoff.jitter = self.jitter;
+        setup
+    }
+
+    fn params(&self) -> Vec<Param> {
+        vec![
+            Param::new("jobs-per-worker", JOBS, "jobs each worker processes"),
+            Param::new("work-ms", WORK_MS, "work inside the critical section"),
+        ]
+    }
+
+    fn run(&self, stage: &mut Stage<'_>) -> Result<(), ScenarioError> {
+        let setup = self.setup();
+        for worker in 0..self.workers {
+            stage.spawn(worker, plan(&setup, jobs(worker, JOBS, WORK_MS), 0))?;
+        }
+        settle(stage)
+    }
+}
+
+/// One point of the wait curve: a worker count and a jitter setting,
+/// averaged over seeds.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CurvePoint {
+    /// Workers contending.
+    pub workers: usize,
+    /// Full jitter or none.
+    pub jitter: bool,
+    /// Seeds averaged.
+    pub seeds: u64,
+    /// Mean of the runs' median wait.
+    pub wait_ms_p50: f64,
+    /// Mean of the runs' 99th-percentile wait.
+    pub wait_ms_p99: f64,
+    /// Mean attempts per acquisition.
+    pub attempts_per_acquisition: f64,
+    /// Mean acquisitions per second.
+    pub acquisitions_per_sec: f64,
+    /// Jobs that gave up (`retry-later`), summed.
+    pub retry_later: u64,
+}
+
+/// Worker counts the curve measures.
+pub const CURVE_WORKERS: [usize; 4] = [2, 4, 8, 16];
+
+/// How wait time grows with workers, full jitter against none, for the
+/// reference protocol over `seeds`.
+pub fn wait_curve(worlds: &dyn WorldFactory, seeds: &[u64]) -> Vec<CurvePoint> {
+    let mut points = Vec::new();
+    for jitter in [true, false] {
+        for workers in CURVE_WORKERS {
+            let scenario = HotspotLoad { workers, jitter };
+            let mut point = CurvePoint {
+                workers,
+                jitter,
+                seeds: 0,
+                wait_ms_p50: 0.0,
+                wait_ms_p99: 0.0,
+                attempts_per_acquisition: 0.0,
+                acquisitions_per_sec: 0.0,
+                retry_later: 0,
+            };
+            for &seed in seeds {
+                let record = run_one(worlds, &scenario, std::sync::Arc::new(Reference), seed);
+                if record.error.is_some() {
+                    continue;
+                }
+                let m = &record.metrics;
+                point.seeds += 1;
+                point.wait_ms_p50 += m.wait_ms_p50 as f64;
+                point.wait_ms_p99 += m.wait_ms_p99 as f64;
+                point.attempts_per_acquisition += m.attempts_per_acquisition;
+                point.acquisitions_per_sec += m.acquisitions_per_sec;
+                point.retry_later += m.retry_later;
+            }
+            if point.seeds > 0 {
+                let n = point.seeds as f64;
+                point.wait_ms_p50 /= n;
+                point.wait_ms_p99 /= n;
+                point.attempts_per_acquisition /= n;
+                point.acquisitions_per_sec /= n;
+            }
+            points.push(point);
+        }
+    }
+    points
+}

@@ -1,0 +1,81 @@
+//! `lost-acquire-reply`: the acquire runs on Redis but its reply never
+//! reaches the worker. Nobody knows who holds the lock: the worker must
+//! either find out (re-ask with the same owner token, which the reference
+//! acquire answers idempotently) or fail closed — and the lock it may hold
+//! must not outlive its lease.
+
+use crate::property::Property;
+use crate::scenario::{Param, Scenario, ScenarioError, Setup};
+use crate::stage::Stage;
+use crate::world::Fault;
+
+use super::{jobs, plan, settle};
+
+/// Jobs per worker.
+const JOBS: usize = 2;
+/// Work inside the critical section.
+const WORK_MS: u64 = 200;
+/// How long the replies to worker 0 are lost: longer than one operation
+/// timeout, shorter than the lease, so a re-ask finds the lease still there.
+const DROP_MS: u64 = 250;
+/// Time after the run for a lock that never expires to show.
+const TAIL_MS: u64 = 5_000;
+
+/// See the module doc.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct LostAcquireReply;
+
+impl Scenario for LostAcquireReply {
+    fn name(&self) -> &'static str {
+        "lost-acquire-reply"
+    }
+
+    fn describe(&self) -> &'static str {
+        "Worker 0's first acquire runs on Redis but the reply is lost; a second worker \
+         contends. The worker must re-ask with the same owner token (and be told the \
+         lease is its own, with the same fence) or fail closed; either way no write \
+         happens without a known lease, and a lock whose holder never learned of it \
+         expires within its lease."
+    }
+
+    fn targets(&self) -> &'static [Property] {
+        &[
+            Property::FailClosed,
+            Property::FenceUniqueness,
+            Property::BoundedLiveness,
+        ]
+    }
+
+    fn setup(&self) -> Setup {
+        Setup::default()
+    }
+
+    fn params(&self) -> Vec<Param> {
+        vec![
+            Param::new("jobs-per-worker", JOBS, "jobs each worker processes"),
+            Param::new("work-ms", WORK_MS, "work inside the critical section"),
+            Param::new(
+                "drop-ms",
+                DROP_MS,
+                "how long worker 0's Redis replies are lost",
+            ),
+            Param::new(
+                "tail-ms",
+                TAIL_MS,
+                "time after the jobs for a stuck lock to show",
+            ),
+        ]
+    }
+
+    fn run(&self, stage: &mut Stage<'_>) -> Result<(), ScenarioError> {
+        let setup = self.setup();
+        stage.fault(Fault::DropRedisReplies(0))?;
+        stage.spawn(0, plan(&setup, jobs(0, JOBS, WORK_MS), 0))?;
+        stage.spawn(1, plan(&setup, jobs(1, JOBS, WORK_MS), 30))?;
+        stage.run_for(DROP_MS)?;
+        stage.fault(Fault::RestoreRedisReplies(0))?;
+        settle(stage)?;
+        stage.run_for(TAIL_MS)?;
+        Ok(())
+    }
+}

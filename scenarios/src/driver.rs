@@ -1,0 +1,350 @@
+//! The driver: the worker flow every scenario runs, over any [`Session`].
+//!
+//! It is the design article's `process` — acquire with full-jitter retries
+//! under bounded attempts, renew while the job runs (in the job's own task,
+//! so a stop-the-world pause freezes both), write through the protocol,
+//! release, report — with every step recorded. The harness owns the flow so
+//! that a protocol only has to say what each step does on the wire, and so
+//! every protocol is judged on the same flow.
+//!
+//! A [`Probe`] per worker tells the scenario script where the worker is
+//! (acquiring, holding, writing…), so faults can land at exact points, and
+//! keeps per-job statistics for load scenarios.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use redfence_core::backoff::backoff_window_ms;
+
+use crate::history::{OkValue, OpKind, Outcome};
+use crate::history::{
+    REPORT_ALREADY_DONE, REPORT_FAILED, REPORT_OWNERSHIP_LOST, REPORT_RETRY_LATER, REPORT_SUCCESS,
+};
+use crate::protocol::{Acquire, Held, Session, StepError, WriteResult};
+use crate::recorder::Recorder;
+use crate::world::WorkerEnv;
+
+/// Most jobs one worker plan may hold.
+pub const JOBS_MAX: usize = 10_000;
+
+/// Where a worker is in its flow.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Phase {
+    /// Not started, or between jobs.
+    #[default]
+    Idle,
+    /// Trying to acquire.
+    Acquiring,
+    /// Holding the lease, doing the job's work.
+    Holding,
+    /// The protected write is on its way.
+    Writing,
+    /// The release is on its way.
+    Releasing,
+    /// Every job is done.
+    Done,
+}
+
+/// One job's statistics, for load scenarios.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JobStat {
+    /// The job.
+    pub job_id: String,
+    /// Acquire attempts made.
+    pub attempts: u32,
+    /// From the first attempt to the lease being held; `None` if never held.
+    pub wait_ms: Option<u64>,
+    /// The report (`success`, `retry-later`, …).
+    pub report: &'static str,
+}
+
+#[derive(Debug, Default)]
+struct ProbeState {
+    phase: Phase,
+    /// Jobs that reached `Holding`.
+    acquisitions: u32,
+    stats: Vec<JobStat>,
+}
+
+/// A worker's position and statistics, shared with the scenario script.
+#[derive(Clone, Debug, Default)]
+pub struct Probe(Arc<Mutex<ProbeState>>);
+
+impl Probe {
+    fn lock(&self) -> std::sync::MutexGuard<'_, ProbeState> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Where the worker is.
+    pub fn phase(&self) -> Phase {
+        self.lock().phase
+    }
+
+    /// How many times the worker has held the lease.
+    pub fn acquisitions(&self) -> u32 {
+        self.lock().acquisitions
+    }
+
+    /// Per-job statistics so far.
+    pub fn stats(&self) -> Vec<JobStat> {
+        self.lock().stats.clone()
+    }
+
+    fn set(&self, phase: Phase) {
+        let mut state = self.lock();
+        if phase == Phase::Holding {
+            state.acquisitions += 1;
+        }
+        state.phase = phase;
+    }
+
+    fn stat(&self, stat: JobStat) {
+        self.lock().stats.push(stat);
+    }
+}
+
+/// Retry policy between contended attempts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Backoff {
+    /// First window.
+    pub base_ms: u64,
+    /// Largest window.
+    pub cap_ms: u64,
+    /// Most attempts per job before `retry-later`.
+    pub attempts_max: u32,
+    /// Full jitter (`random(0, window)`) when true; the whole window when false.
+    pub jitter: bool,
+}
+
+/// One job: an idempotency key and how long its work takes while holding.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JobSpec {
+    /// The idempotency key.
+    pub job_id: String,
+    /// Work inside the critical section.
+    pub work_ms: u64,
+}
+
+/// What one worker does in a scenario.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WorkerPlan {
+    /// The protected resource.
+    pub resource: String,
+    /// Jobs, in order.
+    pub jobs: Vec<JobSpec>,
+    /// Retry policy.
+    pub backoff: Backoff,
+    /// Pause before each job (spreads workers' starts).
+    pub start_delay_ms: u64,
+}
+
+fn outcome_of(error: &StepError) -> Outcome {
+    match error {
+        StepError::Failed(why) => Outcome::Fail(why.clone()),
+        StepError::Indeterminate(why) => Outcome::Indeterminate(why.clone()),
+    }
+}
+
+/// Runs `plan` for the worker in `env`, recording every step.
+pub async fn run_worker(
+    env: WorkerEnv,
+    mut session: Box<dyn Session>,
+    recorder: Recorder,
+    probe: Probe,
+    plan: WorkerPlan,
+) {
+    assert!(
+        plan.jobs.len() <= JOBS_MAX,
+        "a plan holds at most {JOBS_MAX} jobs"
+    );
+    // The store must know the resource; creating it is idempotent and not
+    // part of the protocol under test, so it is not recorded.
+    if let Ok(name) = redfence_core::ResourceName::new(plan.resource.as_str()) {
+        let _ = env.store.ensure_resource(&name).await;
+    }
+    for job in &plan.jobs {
+        if plan.start_delay_ms > 0 {
+            tokio::time::sleep(Duration::from_millis(plan.start_delay_ms)).await;
+        }
+        let stat = process(&env, session.as_mut(), &recorder, &probe, &plan, job).await;
+        recorder.report(&env.name, Some(&job.job_id), stat.report);
+        probe.stat(stat);
+        probe.set(Phase::Idle);
+    }
+    probe.set(Phase::Done);
+}
+
+/// One job through the flow; returns its statistics (with the report).
+async fn process(
+    env: &WorkerEnv,
+    session: &mut dyn Session,
+    recorder: &Recorder,
+    probe: &Probe,
+    plan: &WorkerPlan,
+    job: &JobSpec,
+) -> JobStat {
+    let name = env.name.as_str();
+    let mut stat = JobStat {
+        job_id: job.job_id.clone(),
+        attempts: 0,
+        wait_ms: None,
+        report: REPORT_FAILED,
+    };
+    probe.set(Phase::Acquiring);
+    let started_ms = env.clock.now_ms();
+    let mut held: Option<(Held, u64)> = None;
+    // Bounded by the plan's attempts.
+    for attempt in 0..plan.backoff.attempts_max {
+        stat.attempts = attempt + 1;
+        let owner = session.next_owner();
+        let op = recorder.invoke(name, Some(&owner), OpKind::Acquire);
+        let invoked_ms = env.clock.now_ms();
+        match session.acquire(&plan.resource, &owner).await {
+            Ok(Acquire::Acquired(h)) => {
+                let fence = h.fence;
+                recorder.complete(op, Outcome::Ok(OkValue::Acquired { fence }));
+                held = Some((h, invoked_ms));
+                break;
+            }
+            Ok(Acquire::Contended) => {
+                recorder.complete(op, Outcome::Ok(OkValue::Contended));
+                let window_ms =
+                    backoff_window_ms(plan.backoff.base_ms, plan.backoff.cap_ms, attempt);
+                let pause_ms = if plan.backoff.jitter {
+                    env.jitter.draw_ms(window_ms)
+                } else {
+                    window_ms
+                };
+                tokio::time::sleep(Duration::from_millis(pause_ms)).await;
+            }
+            Err(error @ StepError::Failed(_)) => {
+                recorder.complete(op, outcome_of(&error));
+                return stat;
+            }
+            Err(StepError::Indeterminate(why)) => {
+                // Fail closed: we may hold the lease, but we cannot know, so
+                // nothing is written; the lease expires on its own.
+                recorder.give_up(op, why);
+                return stat;
+            }
+        }
+    }
+    let Some((held, acquired_ms)) = held else {
+        stat.report = REPORT_RETRY_LATER;
+        return stat;
+    };
+    stat.wait_ms = Some(env.clock.now_ms().saturating_sub(started_ms));
+    probe.set(Phase::Holding);
+    let lost = hold(env, session, recorder, &held, acquired_ms, job.work_ms).await;
+    if !lost {
+        probe.set(Phase::Writing);
+        stat.report = write(env, session, recorder, &held, &job.job_id).await;
+    } else {
+        stat.report = REPORT_OWNERSHIP_LOST;
+    }
+    probe.set(Phase::Releasing);
+    let op = recorder.invoke(name, Some(&held.owner), OpKind::Release);
+    match session.release(&held).await {
+        Ok(deleted) => recorder.complete(op, Outcome::Ok(OkValue::Released(deleted))),
+        Err(StepError::Indeterminate(why)) => recorder.give_up(op, why),
+        Err(error) => recorder.complete(op, outcome_of(&error)),
+    }
+    stat
+}
+
+/// Works for `work_ms` while renewing by the session's policy, in this task.
+/// Returns whether a renewal learned that the lease is gone.
+async fn hold(
+    env: &WorkerEnv,
+    session: &mut dyn Session,
+    recorder: &Recorder,
+    held: &Held,
+    acquired_ms: u64,
+    work_ms: u64,
+) -> bool {
+    let policy = session.renewal();
+    assert!(policy.interval_ms > 0, "a renewal interval of 0 would spin");
+    let work = tokio::time::sleep(Duration::from_millis(work_ms));
+    tokio::pin!(work);
+    let mut renewals: u32 = 0;
+    let mut renewing = true;
+    let mut lost = false;
+    // Bounded: the work ends after `work_ms`; each turn waits an interval.
+    loop {
+        let next = tokio::time::sleep(Duration::from_millis(policy.interval_ms));
+        tokio::select! {
+            // Biased toward the work: a worker that wakes from a pause with
+            // its job done writes at once, as a real process would; only
+            // the store's fence check can stop that write.
+            biased;
+            _ = &mut work => return lost,
+            _ = next, if renewing => {}
+        }
+        let elapsed_ms = env.clock.now_ms().saturating_sub(acquired_ms);
+        let hold_left_ms = policy.hold_ms_max.map(|h| h.saturating_sub(elapsed_ms));
+        let count_left = policy.renewals_max.is_none_or(|max| renewals < max);
+        if !count_left || hold_left_ms == Some(0) {
+            // The limit: let the lease run out rather than hold forever.
+            renewing = false;
+            continue;
+        }
+        let lease_ms = hold_left_ms.map_or(policy.lease_ms, |left| left.min(policy.lease_ms));
+        let op = recorder.invoke(&env.name, Some(&held.owner), OpKind::Renew);
+        match session.renew(held, lease_ms).await {
+            Ok(true) => {
+                renewals += 1;
+                recorder.complete(op, Outcome::Ok(OkValue::Renewed));
+            }
+            Ok(false) => {
+                recorder.complete(op, Outcome::Ok(OkValue::RenewLost));
+                lost = true;
+                renewing = false;
+            }
+            Err(StepError::Indeterminate(why)) => recorder.give_up(op, why),
+            Err(error) => recorder.complete(op, outcome_of(&error)),
+        }
+    }
+}
+
+/// The protected write; returns the report it leads to.
+async fn write(
+    env: &WorkerEnv,
+    session: &mut dyn Session,
+    recorder: &Recorder,
+    held: &Held,
+    job_id: &str,
+) -> &'static str {
+    let fence = held.fence.unwrap_or(0);
+    let kind = OpKind::Write {
+        fence,
+        job_id: Some(job_id.to_owned()),
+    };
+    let op = recorder.invoke(&env.name, Some(&held.owner), kind);
+    let value = format!("{} applied {job_id} under fence {fence}", env.name);
+    match session.write(held, job_id, &value).await {
+        Ok(WriteResult::Applied) => {
+            recorder.complete(op, Outcome::Ok(OkValue::WriteAccepted));
+            REPORT_SUCCESS
+        }
+        Ok(WriteResult::AlreadyDone) => {
+            recorder.complete(op, Outcome::Ok(OkValue::AlreadyDone));
+            REPORT_ALREADY_DONE
+        }
+        Ok(WriteResult::Stale { last_fence }) => {
+            recorder.complete(op, Outcome::Ok(OkValue::WriteStale { last_fence }));
+            REPORT_OWNERSHIP_LOST
+        }
+        Ok(WriteResult::NotFound) => {
+            recorder.complete(op, Outcome::Ok(OkValue::WriteNotFound));
+            REPORT_FAILED
+        }
+        Err(StepError::Indeterminate(why)) => {
+            recorder.give_up(op, why);
+            REPORT_FAILED
+        }
+        Err(error) => {
+            recorder.complete(op, outcome_of(&error));
+            REPORT_FAILED
+        }
+    }
+}

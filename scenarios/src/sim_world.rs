@@ -1,0 +1,237 @@
+//! `SimWorld`: the deterministic simulation (`redfence-sim`) as a [`World`].
+//!
+//! A thin adapter: the simulation already lays out one host per worker, the
+//! Redis primary (and replica), the fenced store, and implements every fault;
+//! this module maps the contract onto it and turns the simulated servers'
+//! logs into the history's ground truth. Same seed, same run: the world's
+//! turmoil RNG, owner tokens and jitter all derive from the seed.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use redfence_core::{FencedStore, ResourceName, StoreError, WriteOutcome};
+use redfence_sim::redis::OwnershipChange as SimChange;
+use redfence_sim::store::{SimStoreClient, SimStoreFences};
+use redfence_sim::world::{World as Sim, WorldBuilder};
+
+use crate::conn::RedisConn;
+use crate::history::{FenceOutcome, FenceRecord, OwnershipChange, OwnershipRecord};
+use crate::run::{WorldFactory, WorldSpec};
+use crate::world::{
+    worker_name, Clock, Fault, RawStore, Truth, WorkerEnv, WorkerJob, World, WorldError, WorldKind,
+};
+
+/// Builds simulated worlds.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SimWorlds;
+
+impl WorldFactory for SimWorlds {
+    fn kind(&self) -> WorldKind {
+        WorldKind::Sim
+    }
+
+    fn build(&self, spec: &WorldSpec) -> Result<Box<dyn World>, WorldError> {
+        Ok(Box::new(SimWorld::new(spec)?))
+    }
+}
+
+/// The simulation behind the [`World`] contract.
+pub struct SimWorld {
+    sim: Sim,
+}
+
+impl SimWorld {
+    /// A simulated world laid out as `spec` asks.
+    pub fn new(spec: &WorldSpec) -> Result<Self, WorldError> {
+        let sim = WorldBuilder::new(spec.seed)
+            .tick_for_lease(spec.lease_ms)
+            .latency_ms(spec.latency_ms.0, spec.latency_ms.1)
+            .workers(spec.workers)
+            .replica(spec.replica)
+            .duration_ms_max(spec.duration_ms_max)
+            .store_op_timeout_ms(spec.op_timeout_ms)
+            .build()
+            .map_err(sim_error)?;
+        Ok(Self { sim })
+    }
+
+    /// The simulation itself (its trace and command log, for replays).
+    pub fn sim(&self) -> &Sim {
+        &self.sim
+    }
+}
+
+fn sim_error(error: redfence_sim::world::WorldError) -> WorldError {
+    use redfence_sim::world::WorldError as E;
+    match error {
+        E::NoSuchWorker { index, workers } => WorldError::NoSuchWorker { index, workers },
+        E::NoReplica => WorldError::Unsupported {
+            what: "fail over or touch replication".to_owned(),
+            why: "the scenario's world has no replica".to_owned(),
+        },
+        other => WorldError::Failed(other.to_string()),
+    }
+}
+
+/// The simulated store without the fence check (mutants only).
+struct SimRawStore(SimStoreClient);
+
+#[async_trait]
+impl RawStore for SimRawStore {
+    async fn read_fence(&self, resource: &str) -> Result<i64, StoreError> {
+        let name = ResourceName::new(resource)?;
+        Ok(self.0.read(&name).await?.map_or(0, |(_, fence)| fence))
+    }
+
+    async fn write_unchecked(
+        &self,
+        resource: &str,
+        fence: i64,
+        owner: &str,
+        job_id: Option<&str>,
+        value: &str,
+    ) -> Result<WriteOutcome, StoreError> {
+        self.0
+            .write_unchecked(resource, fence, owner, job_id, value)
+            .await
+    }
+}
+
+impl World for SimWorld {
+    fn kind(&self) -> WorldKind {
+        WorldKind::Sim
+    }
+
+    fn workers(&self) -> usize {
+        self.sim.worker_count()
+    }
+
+    fn spawn_worker(&mut self, index: usize, job: WorkerJob) -> Result<(), WorldError> {
+        let clock = self.clock();
+        self.sim
+            .spawn_worker(index, move |ctx| {
+                let env = WorkerEnv {
+                    index,
+                    name: worker_name(index),
+                    redis: RedisConn::new(ctx.redis.clone()),
+                    store: Arc::new(ctx.store.clone()) as Arc<dyn FencedStore>,
+                    raw_store: Arc::new(SimRawStore(ctx.store.clone())),
+                    store_fences: Arc::new(SimStoreFences::new(ctx.store.clone())),
+                    tokens: ctx.tokens.clone(),
+                    jitter: ctx.jitter.clone(),
+                    clock,
+                };
+                job(env)
+            })
+            .map_err(sim_error)
+    }
+
+    fn run_for(&mut self, ms: u64) -> Result<(), WorldError> {
+        self.sim
+            .run_for(Duration::from_millis(ms))
+            .map_err(sim_error)
+    }
+
+    fn now_ms(&self) -> u64 {
+        self.sim.elapsed().as_millis() as u64
+    }
+
+    fn clock(&self) -> Clock {
+        Clock::new(redfence_sim::trace::now_ms)
+    }
+
+    fn worker_done(&self, index: usize) -> Result<bool, WorldError> {
+        self.sim.worker_done(index).map_err(sim_error)
+    }
+
+    fn inject(&mut self, fault: &Fault) -> Result<(), WorldError> {
+        let sim = &mut self.sim;
+        match *fault {
+            Fault::PauseWorker(w) => sim.pause_worker(w),
+            Fault::ResumeWorker(w) => sim.resume_worker(w),
+            Fault::CrashWorker(w) => sim.crash_worker(w),
+            Fault::PartitionRedis(w) => sim.partition_worker_redis(w),
+            Fault::HealRedis(w) => sim.heal_worker_redis(w),
+            Fault::PartitionStore(w) => sim.partition_worker_store(w),
+            Fault::HealStore(w) => sim.heal_worker_store(w),
+            Fault::DropRedisReplies(w) => sim.drop_redis_replies(w),
+            Fault::RestoreRedisReplies(w) => sim.restore_redis_replies(w),
+            Fault::DropStoreReplies(w) => sim.drop_store_replies(w),
+            Fault::RestoreStoreReplies(w) => sim.restore_store_replies(w),
+            Fault::RedisLatency { worker, latency_ms } => {
+                sim.set_redis_latency(worker, Duration::from_millis(latency_ms))
+            }
+            Fault::StopRedis => {
+                sim.stop_redis();
+                Ok(())
+            }
+            Fault::RestartRedis => {
+                sim.restart_redis();
+                Ok(())
+            }
+            Fault::CutReplication => sim.cut_replication(),
+            Fault::RestoreReplication => sim.restore_replication(),
+            Fault::FailOver => sim.fail_over(),
+        }
+        .map_err(sim_error)
+    }
+
+    fn peek(&mut self, key: &str) -> Result<Option<String>, WorldError> {
+        let primary = match self.sim.replica() {
+            Ok(replica) if replica.is_primary() => replica,
+            _ => self.sim.primary(),
+        };
+        Ok(primary
+            .get(key)
+            .map(|value| String::from_utf8_lossy(&value).into_owned()))
+    }
+
+    fn truth(&mut self, lock_key: &str, resource: &str) -> Result<Truth, WorldError> {
+        let redis = self
+            .sim
+            .ownership()
+            .events()
+            .into_iter()
+            .filter(|event| event.key == lock_key)
+            .map(|event| OwnershipRecord {
+                at_ms: event.at_ms,
+                server: event.server,
+                key: event.key,
+                change: match event.change {
+                    SimChange::Set { owner } => OwnershipChange::Set { owner },
+                    SimChange::Overwritten { from, to } => {
+                        OwnershipChange::Overwritten { from, to }
+                    }
+                    SimChange::Expired { owner } => OwnershipChange::Expired { owner },
+                    SimChange::Deleted { owner } => OwnershipChange::Deleted { owner },
+                    SimChange::Lost { owner } => OwnershipChange::Lost { owner },
+                },
+            })
+            .collect();
+        let store = self
+            .sim
+            .store()
+            .fence_log(resource)
+            .into_iter()
+            .map(|entry| FenceRecord {
+                seq: entry.seq,
+                at_ms: u64::try_from(entry.at_ms).unwrap_or(0),
+                resource: entry.resource,
+                fence: entry.fence,
+                owner: entry.owner,
+                job_id: entry.job_id,
+                outcome: match entry.outcome {
+                    redfence_core::LogOutcome::Accepted => FenceOutcome::Accepted,
+                    redfence_core::LogOutcome::Stale => FenceOutcome::Stale,
+                    redfence_core::LogOutcome::NotFound => FenceOutcome::NotFound,
+                    redfence_core::LogOutcome::Duplicate => FenceOutcome::Duplicate,
+                },
+            })
+            .collect();
+        Ok(Truth {
+            redis: Some(redis),
+            store: Some(store),
+        })
+    }
+}

@@ -1,0 +1,229 @@
+//! The stage: what a scenario script holds while it runs — the world, the
+//! protocol under test, the lock configuration, the recorder and one probe
+//! per worker.
+//!
+//! Scripts call [`Stage::spawn`] to start workers on the standard flow (see
+//! `driver`), [`Stage::run_for`] / [`Stage::run_until`] to let time pass,
+//! and [`Stage::fault`] to inject faults, which are recorded in the history
+//! with their time. [`Stage::finish`] collects the servers' ground truth and
+//! returns the history the checker judges.
+
+use std::sync::Arc;
+
+use redfence_core::LockConfig;
+
+use crate::driver::{run_worker, Phase, Probe, WorkerPlan};
+use crate::history::{History, Limits};
+use crate::protocol::Protocol;
+use crate::recorder::Recorder;
+use crate::world::{Fault, WorkerEnv, World, WorldError};
+
+/// Step of [`Stage::run_until`]: fine enough to land a fault within a few
+/// milliseconds of a worker reaching a phase.
+pub const POLL_STEP_MS: u64 = 2;
+
+/// Everything a scenario script works with.
+pub struct Stage<'w> {
+    world: &'w mut dyn World,
+    protocol: Arc<dyn Protocol>,
+    config: LockConfig,
+    resource: String,
+    recorder: Recorder,
+    probes: Vec<Probe>,
+    tolerance_ms: u64,
+}
+
+impl<'w> Stage<'w> {
+    /// A stage on `world` for `protocol` configured by `config`, contending
+    /// for `resource`. `tolerance_ms` is the slack the checker grants time
+    /// bounds (network delay and clock granularity in this world).
+    pub fn new(
+        world: &'w mut dyn World,
+        protocol: Arc<dyn Protocol>,
+        config: LockConfig,
+        resource: &str,
+        tolerance_ms: u64,
+    ) -> Self {
+        let recorder = Recorder::new(world.clock());
+        let probes = (0..world.workers()).map(|_| Probe::default()).collect();
+        Self {
+            world,
+            protocol,
+            config,
+            resource: resource.to_owned(),
+            recorder,
+            probes,
+            tolerance_ms,
+        }
+    }
+
+    /// The protected resource.
+    pub fn resource(&self) -> &str {
+        &self.resource
+    }
+
+    /// The lock configuration of the run.
+    pub fn config(&self) -> &LockConfig {
+        &self.config
+    }
+
+    /// The recorder (for scripts that record their own steps).
+    pub fn recorder(&self) -> &Recorder {
+        &self.recorder
+    }
+
+    /// Worker `index`'s probe.
+    pub fn probe(&self, index: usize) -> &Probe {
+        &self.probes[index]
+    }
+
+    /// Worker `index`'s phase.
+    pub fn phase(&self, index: usize) -> Phase {
+        self.probes[index].phase()
+    }
+
+    /// Milliseconds since the run started.
+    pub fn now_ms(&self) -> u64 {
+        self.world.now_ms()
+    }
+
+    /// Whether worker `index`'s job has ended (finished or crashed).
+    pub fn world_done(&self, index: usize) -> Result<bool, WorldError> {
+        self.world.worker_done(index)
+    }
+
+    /// How many workers the world has.
+    pub fn workers(&self) -> usize {
+        self.world.workers()
+    }
+
+    /// Starts worker `index` on the standard flow with `plan`.
+    pub fn spawn(&mut self, index: usize, plan: WorkerPlan) -> Result<(), WorldError> {
+        let protocol = self.protocol.clone();
+        let config = self.config.clone();
+        let recorder = self.recorder.clone();
+        let probe = self.probes[index].clone();
+        self.world.spawn_worker(
+            index,
+            Box::new(move |env: WorkerEnv| {
+                let session = protocol.session(&env, &config);
+                Box::pin(run_worker(env, session, recorder, probe, plan))
+            }),
+        )
+    }
+
+    /// Starts worker `index` on a custom job (for steps outside the
+    /// standard flow, e.g. an operator corrupting a key).
+    pub fn spawn_job(
+        &mut self,
+        index: usize,
+        job: crate::world::WorkerJob,
+    ) -> Result<(), WorldError> {
+        self.world.spawn_worker(index, job)
+    }
+
+    /// Lets `ms` pass.
+    pub fn run_for(&mut self, ms: u64) -> Result<(), WorldError> {
+        self.world.run_for(ms)
+    }
+
+    /// Lets time pass until `done` says so or `limit_ms` has passed;
+    /// returns whether `done` became true.
+    pub fn run_until(
+        &mut self,
+        limit_ms: u64,
+        done: impl Fn(&Stage<'_>) -> bool,
+    ) -> Result<bool, WorldError> {
+        let deadline_ms = self.world.now_ms() + limit_ms;
+        // Bounded by the deadline: each turn advances time by a step.
+        while self.world.now_ms() < deadline_ms {
+            if done(self) {
+                return Ok(true);
+            }
+            self.world.run_for(POLL_STEP_MS)?;
+        }
+        Ok(done(self))
+    }
+
+    /// Lets time pass until the lock key exists on the Redis primary (or
+    /// `limit_ms`); returns whether it does.
+    pub fn run_until_locked(&mut self, limit_ms: u64) -> Result<bool, WorldError> {
+        let key = self.lock_key()?;
+        let deadline_ms = self.world.now_ms() + limit_ms;
+        // Bounded by the deadline.
+        while self.world.now_ms() < deadline_ms {
+            if self.world.peek(&key)?.is_some() {
+                return Ok(true);
+            }
+            self.world.run_for(POLL_STEP_MS)?;
+        }
+        Ok(self.world.peek(&key)?.is_some())
+    }
+
+    /// The lock key of the resource.
+    pub fn lock_key(&self) -> Result<String, WorldError> {
+        let name = crate::protocols::resource_name(&self.resource)
+            .map_err(|e| WorldError::Failed(format!("resource {:?}: {e}", self.resource)))?;
+        Ok(self.config.keys().lock_key(&name))
+    }
+
+    /// Lets time pass until worker `index` reaches `phase` (or `limit_ms`).
+    pub fn run_until_phase(
+        &mut self,
+        index: usize,
+        phase: Phase,
+        limit_ms: u64,
+    ) -> Result<bool, WorldError> {
+        self.run_until(limit_ms, |stage| stage.phase(index) == phase)
+    }
+
+    /// Lets time pass until every worker is done (or `limit_ms`).
+    pub fn run_until_done(&mut self, limit_ms: u64) -> Result<bool, WorldError> {
+        let workers = self.world.workers();
+        let deadline_ms = self.world.now_ms() + limit_ms;
+        // Bounded by the deadline.
+        while self.world.now_ms() < deadline_ms {
+            let mut all = true;
+            for index in 0..workers {
+                all &= self.world.worker_done(index)?;
+            }
+            if all {
+                return Ok(true);
+            }
+            self.world.run_for(POLL_STEP_MS.max(10))?;
+        }
+        Ok(false)
+    }
+
+    /// Injects `fault` now and records it.
+    pub fn fault(&mut self, fault: Fault) -> Result<(), WorldError> {
+        self.world.inject(&fault)?;
+        self.recorder.fault(self.world.now_ms(), fault.describe());
+        Ok(())
+    }
+
+    /// Ends the run: collects the servers' truth and builds the history.
+    pub fn finish(self) -> Result<History, WorldError> {
+        let lock_key = self.lock_key()?;
+        let truth = self.world.truth(&lock_key, &self.resource)?;
+        let (ops, faults) = self.recorder.snapshot();
+        let mut end_ms = self.world.now_ms();
+        for op in &ops {
+            end_ms = end_ms.max(op.invoke_ms).max(op.complete_ms.unwrap_or(0));
+        }
+        Ok(History {
+            resource: self.resource,
+            limits: Limits {
+                lease_ms: self.config.lease_ms(),
+                hold_ms_max: self.config.hold_ms_max(),
+                renewals_max: self.config.renewals_max(),
+                tolerance_ms: self.tolerance_ms,
+            },
+            ops,
+            redis_truth: truth.redis,
+            store_truth: truth.store,
+            faults,
+            end_ms,
+        })
+    }
+}

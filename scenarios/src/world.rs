@@ -1,0 +1,287 @@
+//! The `World` contract: what a scenario may ask of its environment.
+//!
+//! A scenario is written once against [`World`] and never learns which world
+//! runs it: the deterministic simulation (`SimWorld`, in this crate's
+//! `sim_world` module) or real Redis and Postgres behind Toxiproxy (the chaos
+//! crate). A world lays out one Redis path and one store path *per worker*,
+//! so a [`Fault`] can hit one worker's traffic, and it drives time: the
+//! scenario script spawns workers, lets time pass, injects faults, and at the
+//! end asks the servers for their ground truth.
+//!
+//! Worker futures are `!Send` and run on the world's single thread (turmoil
+//! hosts in the simulation, a `LocalSet` in the real world), because a
+//! stop-the-world pause must freeze a worker's job and its renewals together.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use redfence_core::{FenceSource, FencedStore, Jitter, StoreError, TokenSource, WriteOutcome};
+
+use crate::conn::RedisConn;
+use crate::history::{FenceRecord, OwnershipRecord};
+
+/// A worker's job, as the world runs it.
+pub type WorkerFuture = Pin<Box<dyn Future<Output = ()>>>;
+
+/// Builds a worker's job from the environment the world gives it.
+pub type WorkerJob = Box<dyn FnOnce(WorkerEnv) -> WorkerFuture>;
+
+/// Milliseconds since the run started, on the world's clock (virtual in the
+/// simulation, monotonic wall time in the real world).
+#[derive(Clone)]
+pub struct Clock(Arc<dyn Fn() -> u64 + Send + Sync>);
+
+impl Clock {
+    /// A clock reading `now_ms`.
+    pub fn new(now_ms: impl Fn() -> u64 + Send + Sync + 'static) -> Self {
+        Self(Arc::new(now_ms))
+    }
+
+    /// The time now.
+    pub fn now_ms(&self) -> u64 {
+        (self.0)()
+    }
+}
+
+impl std::fmt::Debug for Clock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Clock")
+    }
+}
+
+/// Storage access *without* the fence check, for protocols that skip it
+/// (the `no-fence-check` and `app-side-fence-check` mutants). Writes still go
+/// to the store's append-only log, so the checker sees what they did.
+#[async_trait]
+pub trait RawStore: Send + Sync {
+    /// The resource's current fence (0 if it has none).
+    async fn read_fence(&self, resource: &str) -> Result<i64, StoreError>;
+
+    /// Writes `value` and sets the resource's fence to `fence`, whatever the
+    /// fence was before; logged as accepted. Completes `job_id` if given.
+    /// `NotFound` when the resource does not exist.
+    async fn write_unchecked(
+        &self,
+        resource: &str,
+        fence: i64,
+        owner: &str,
+        job_id: Option<&str>,
+        value: &str,
+    ) -> Result<WriteOutcome, StoreError>;
+}
+
+/// What a worker's job is given: its own connections, seeded randomness and
+/// the world's clock.
+#[derive(Clone)]
+pub struct WorkerEnv {
+    /// Worker index, `0..World::workers()`.
+    pub index: usize,
+    /// The worker's name in histories and traces (`w<index>`).
+    pub name: String,
+    /// This worker's Redis path (follows failover).
+    pub redis: RedisConn,
+    /// This worker's path to the fenced store.
+    pub store: Arc<dyn FencedStore>,
+    /// The same path, without the fence check (mutants only).
+    pub raw_store: Arc<dyn RawStore>,
+    /// A durable fence counter in the store (the Postgres fence source).
+    pub store_fences: Arc<dyn FenceSource>,
+    /// Owner tokens (seeded in the simulation).
+    pub tokens: Arc<dyn TokenSource>,
+    /// Backoff jitter (seeded in the simulation).
+    pub jitter: Arc<dyn Jitter>,
+    /// The world's clock.
+    pub clock: Clock,
+}
+
+/// The name a worker has in every history and report.
+pub fn worker_name(index: usize) -> String {
+    format!("w{index}")
+}
+
+/// The faults a scenario can inject (DESIGN.md, "World").
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Fault {
+    /// Stop-the-world pause: the worker's job and its renewals freeze.
+    PauseWorker(usize),
+    /// Ends a pause.
+    ResumeWorker(usize),
+    /// The worker's process dies where it stands; it never runs again.
+    CrashWorker(usize),
+    /// Nothing gets through between the worker and Redis.
+    PartitionRedis(usize),
+    /// Ends a Redis partition.
+    HealRedis(usize),
+    /// Nothing gets through between the worker and the store.
+    PartitionStore(usize),
+    /// Ends a store partition.
+    HealStore(usize),
+    /// Requests reach Redis and run; the replies are lost.
+    DropRedisReplies(usize),
+    /// Ends dropping Redis replies.
+    RestoreRedisReplies(usize),
+    /// Requests reach the store and run; the replies are lost.
+    DropStoreReplies(usize),
+    /// Ends dropping store replies.
+    RestoreStoreReplies(usize),
+    /// Extra one-way latency on the worker's Redis path (0 removes it).
+    RedisLatency {
+        /// The worker.
+        worker: usize,
+        /// Added latency each way.
+        latency_ms: u64,
+    },
+    /// The Redis primary stops (no persistence: its keys are gone).
+    StopRedis,
+    /// The Redis primary starts again, empty.
+    RestartRedis,
+    /// Replication from primary to replica stops getting through.
+    CutReplication,
+    /// Replication gets through again.
+    RestoreReplication,
+    /// The primary stops and the replica is promoted; workers follow.
+    FailOver,
+}
+
+impl Fault {
+    /// The fault in words, as histories and reports show it.
+    pub fn describe(&self) -> String {
+        match self {
+            Fault::PauseWorker(w) => format!("pause {}", worker_name(*w)),
+            Fault::ResumeWorker(w) => format!("resume {}", worker_name(*w)),
+            Fault::CrashWorker(w) => format!("crash {}", worker_name(*w)),
+            Fault::PartitionRedis(w) => format!("partition {} from redis", worker_name(*w)),
+            Fault::HealRedis(w) => format!("heal {} to redis", worker_name(*w)),
+            Fault::PartitionStore(w) => format!("partition {} from store", worker_name(*w)),
+            Fault::HealStore(w) => format!("heal {} to store", worker_name(*w)),
+            Fault::DropRedisReplies(w) => format!("drop redis replies to {}", worker_name(*w)),
+            Fault::RestoreRedisReplies(w) => {
+                format!("restore redis replies to {}", worker_name(*w))
+            }
+            Fault::DropStoreReplies(w) => format!("drop store replies to {}", worker_name(*w)),
+            Fault::RestoreStoreReplies(w) => {
+                format!("restore store replies to {}", worker_name(*w))
+            }
+            Fault::RedisLatency { worker, latency_ms } => {
+                format!("redis latency {latency_ms} ms for {}", worker_name(*worker))
+            }
+            Fault::StopRedis => "stop redis".to_owned(),
+            Fault::RestartRedis => "restart redis".to_owned(),
+            Fault::CutReplication => "cut replication".to_owned(),
+            Fault::RestoreReplication => "restore replication".to_owned(),
+            Fault::FailOver => "fail over to the replica".to_owned(),
+        }
+    }
+
+    /// The worker the fault targets, if it targets one.
+    pub fn worker(&self) -> Option<usize> {
+        match self {
+            Fault::PauseWorker(w)
+            | Fault::ResumeWorker(w)
+            | Fault::CrashWorker(w)
+            | Fault::PartitionRedis(w)
+            | Fault::HealRedis(w)
+            | Fault::PartitionStore(w)
+            | Fault::HealStore(w)
+            | Fault::DropRedisReplies(w)
+            | Fault::RestoreRedisReplies(w)
+            | Fault::DropStoreReplies(w)
+            | Fault::RestoreStoreReplies(w) => Some(*w),
+            Fault::RedisLatency { worker, .. } => Some(*worker),
+            _ => None,
+        }
+    }
+}
+
+/// What a world knows about the servers' side of a run.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Truth {
+    /// The Redis ownership log of the lock key, in execution order, or `None`
+    /// when the world has no server-side ownership log.
+    pub redis: Option<Vec<OwnershipRecord>>,
+    /// The store's fence log of the resource, in commit order, or `None`.
+    pub store: Option<Vec<FenceRecord>>,
+}
+
+/// Which kind of world ran a scenario.
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum WorldKind {
+    /// The deterministic simulation.
+    Sim,
+    /// Real Redis and Postgres with injected network faults.
+    Real,
+}
+
+impl WorldKind {
+    /// The kebab-case name (`sim`, `real`).
+    pub fn name(self) -> &'static str {
+        match self {
+            WorldKind::Sim => "sim",
+            WorldKind::Real => "real",
+        }
+    }
+}
+
+/// What a world could not do.
+#[derive(Debug, thiserror::Error)]
+pub enum WorldError {
+    /// No worker with that index.
+    #[error("no worker {index}: the world has {workers}")]
+    NoSuchWorker {
+        /// The index asked for.
+        index: usize,
+        /// How many workers there are.
+        workers: usize,
+    },
+    /// The world cannot inject this fault (e.g. fail over without a replica).
+    #[error("this world cannot {what}: {why}")]
+    Unsupported {
+        /// The fault, in words.
+        what: String,
+        /// Why not.
+        why: String,
+    },
+    /// The world broke (a server crashed, a step failed).
+    #[error("the world failed: {0}")]
+    Failed(String),
+}
+
+/// A scenario's environment. See the module doc.
+pub trait World {
+    /// Which kind of world this is.
+    fn kind(&self) -> WorldKind;
+
+    /// How many workers the world laid out.
+    fn workers(&self) -> usize;
+
+    /// Starts worker `index` running `job` (each worker at most once).
+    fn spawn_worker(&mut self, index: usize, job: WorkerJob) -> Result<(), WorldError>;
+
+    /// Lets `ms` milliseconds pass (simulated or real).
+    fn run_for(&mut self, ms: u64) -> Result<(), WorldError>;
+
+    /// Milliseconds since the run started.
+    fn now_ms(&self) -> u64;
+
+    /// The clock workers read (the same timeline as [`World::now_ms`]).
+    fn clock(&self) -> Clock;
+
+    /// Whether worker `index`'s job has ended (finished or crashed).
+    fn worker_done(&self, index: usize) -> Result<bool, WorldError>;
+
+    /// Injects a fault now.
+    fn inject(&mut self, fault: &Fault) -> Result<(), WorldError>;
+
+    /// The value of `key` on the current Redis primary, read out of band
+    /// (not through any worker's path), so a script can act the moment a
+    /// lock is set; `None` when the key does not exist or Redis is down.
+    fn peek(&mut self, key: &str) -> Result<Option<String>, WorldError>;
+
+    /// The servers' ground truth for `lock_key` and `resource`.
+    fn truth(&mut self, lock_key: &str, resource: &str) -> Result<Truth, WorldError>;
+}
