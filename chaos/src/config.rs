@@ -1,0 +1,245 @@
+//! What the real world is built from, read from the environment.
+//!
+//! One place decides which provider runs the servers, which images the
+//! container provider uses, and where an external deployment lives, so the
+//! variables are documented once (README, "Real-server world") and a typo in
+//! one is an error rather than a silent default.
+
+use std::path::PathBuf;
+
+use crate::error::{ChaosError, Result};
+
+/// Chooses the provider: `containers`, `local` or `external`; unset means
+/// containers when a Docker engine answers, else local processes.
+pub const ENV_PROVIDER: &str = "REDFENCE_PROVIDER";
+/// Image for Redis primary and replica (default [`DEFAULT_REDIS_IMAGE`]).
+pub const ENV_REDIS_IMAGE: &str = "REDFENCE_REDIS_IMAGE";
+/// Image for PostgreSQL (default [`DEFAULT_POSTGRES_IMAGE`]).
+pub const ENV_POSTGRES_IMAGE: &str = "REDFENCE_POSTGRES_IMAGE";
+/// Image for Toxiproxy when `REDFENCE_TOXIPROXY=container`.
+pub const ENV_TOXIPROXY_IMAGE: &str = "REDFENCE_TOXIPROXY_IMAGE";
+/// `embedded` (default) or `container`: who serves the Toxiproxy API.
+pub const ENV_TOXIPROXY: &str = "REDFENCE_TOXIPROXY";
+/// `host:port` of an already running Toxiproxy API; overrides the above.
+pub const ENV_TOXIPROXY_ADDR: &str = "REDFENCE_TOXIPROXY_ADDR";
+/// The redis-server binary for the local provider (scripts/with-services sets it).
+pub const ENV_REDIS_SERVER_BIN: &str = "REDFENCE_REDIS_SERVER_BIN";
+/// The folder holding `initdb` and `postgres` for the local provider.
+pub const ENV_PG_BIN_DIR: &str = "REDFENCE_PG_BIN_DIR";
+/// External provider: the Redis primary.
+pub const ENV_EXTERNAL_PRIMARY: &str = "REDFENCE_CHAOS_REDIS_PRIMARY_URL";
+/// External provider: the Redis replica (optional; without it there is no
+/// replication to cut and no failover).
+pub const ENV_EXTERNAL_REPLICA: &str = "REDFENCE_CHAOS_REDIS_REPLICA_URL";
+/// External provider: the PostgreSQL database (migrations are applied to it).
+pub const ENV_EXTERNAL_DATABASE: &str = "REDFENCE_CHAOS_DATABASE_URL";
+
+/// The image a user of the upstream images expects for Redis.
+pub const DEFAULT_REDIS_IMAGE: &str = "redis:7";
+/// The image a user of the upstream images expects for PostgreSQL.
+pub const DEFAULT_POSTGRES_IMAGE: &str = "postgres:16";
+/// Shopify's Toxiproxy image.
+pub const DEFAULT_TOXIPROXY_IMAGE: &str = "ghcr.io/shopify/toxiproxy:2.12.0";
+/// The image `scripts/images` builds from Debian packages (Redis and
+/// PostgreSQL in one), usable with no registry.
+pub const LOCAL_IMAGE: &str = "redfence/redis-pg:local";
+
+/// Which provider runs the servers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProviderKind {
+    /// Docker containers through testcontainers.
+    Containers,
+    /// `redis-server` and `postgres` processes on loopback.
+    Local,
+    /// Servers someone else runs; only proxies are ours.
+    External,
+}
+
+impl ProviderKind {
+    /// The name used in `REDFENCE_PROVIDER` and in messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Containers => "containers",
+            Self::Local => "local",
+            Self::External => "external",
+        }
+    }
+}
+
+/// Container images; each defaults to its upstream image.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Images {
+    /// Redis primary and replica.
+    pub redis: String,
+    /// PostgreSQL.
+    pub postgres: String,
+    /// Toxiproxy (only with [`ToxiproxyChoice::Container`]).
+    pub toxiproxy: String,
+}
+
+impl Default for Images {
+    fn default() -> Self {
+        Self {
+            redis: DEFAULT_REDIS_IMAGE.to_owned(),
+            postgres: DEFAULT_POSTGRES_IMAGE.to_owned(),
+            toxiproxy: DEFAULT_TOXIPROXY_IMAGE.to_owned(),
+        }
+    }
+}
+
+impl Images {
+    /// The defaults, overridden by `REDFENCE_*_IMAGE`.
+    pub fn from_env() -> Self {
+        let pick = |var, default: &str| env_nonempty(var).unwrap_or_else(|| default.to_owned());
+        Self {
+            redis: pick(ENV_REDIS_IMAGE, DEFAULT_REDIS_IMAGE),
+            postgres: pick(ENV_POSTGRES_IMAGE, DEFAULT_POSTGRES_IMAGE),
+            toxiproxy: pick(ENV_TOXIPROXY_IMAGE, DEFAULT_TOXIPROXY_IMAGE),
+        }
+    }
+
+    /// The locally built image ([`LOCAL_IMAGE`]) for Redis and PostgreSQL.
+    pub fn local() -> Self {
+        Self {
+            redis: LOCAL_IMAGE.to_owned(),
+            postgres: LOCAL_IMAGE.to_owned(),
+            ..Self::default()
+        }
+    }
+}
+
+/// Who serves the Toxiproxy API.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ToxiproxyChoice {
+    /// The noxious-based server inside this process (no image needed).
+    Embedded,
+    /// A Toxiproxy container from [`Images::toxiproxy`] (host network).
+    Container,
+    /// A Toxiproxy already listening at `host:port`.
+    Running(String),
+}
+
+/// External servers' URLs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExternalUrls {
+    /// `redis://host:port/` of the primary.
+    pub redis_primary: String,
+    /// `redis://host:port/` of the replica, if there is one.
+    pub redis_replica: Option<String>,
+    /// `postgres://…` of the database.
+    pub database: String,
+}
+
+/// Binaries for the local provider.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LocalBinaries {
+    /// `redis-server`; `None` looks on `PATH`.
+    pub redis_server: Option<PathBuf>,
+    /// Folder with `initdb` and `postgres`; `None` looks on `PATH`, then in
+    /// Debian's `/usr/lib/postgresql/<newest>/bin`.
+    pub pg_bin_dir: Option<PathBuf>,
+}
+
+/// Everything needed to build a real world.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChaosConfig {
+    /// `None`: containers if Docker answers, else local processes.
+    pub provider: Option<ProviderKind>,
+    /// Images for the container provider.
+    pub images: Images,
+    /// Who serves the Toxiproxy API.
+    pub toxiproxy: ToxiproxyChoice,
+    /// Binaries for the local provider.
+    pub local: LocalBinaries,
+    /// URLs for the external provider (required when it is chosen).
+    pub external: Option<ExternalUrls>,
+}
+
+impl Default for ChaosConfig {
+    fn default() -> Self {
+        Self {
+            provider: None,
+            images: Images::default(),
+            toxiproxy: ToxiproxyChoice::Embedded,
+            local: LocalBinaries::default(),
+            external: None,
+        }
+    }
+}
+
+impl ChaosConfig {
+    /// Reads the `REDFENCE_*` variables (README, "Real-server world").
+    pub fn from_env() -> Result<Self> {
+        let provider = match env_nonempty(ENV_PROVIDER).as_deref() {
+            None | Some("auto") => None,
+            Some("containers") => Some(ProviderKind::Containers),
+            Some("local") => Some(ProviderKind::Local),
+            Some("external") => Some(ProviderKind::External),
+            Some(other) => {
+                return Err(ChaosError::BadConfig {
+                    var: ENV_PROVIDER,
+                    value: other.to_owned(),
+                    expected: "containers, local, external or auto",
+                })
+            }
+        };
+        let toxiproxy = match (
+            env_nonempty(ENV_TOXIPROXY_ADDR),
+            env_nonempty(ENV_TOXIPROXY).as_deref(),
+        ) {
+            (Some(addr), _) => ToxiproxyChoice::Running(addr),
+            (None, None | Some("embedded")) => ToxiproxyChoice::Embedded,
+            (None, Some("container")) => ToxiproxyChoice::Container,
+            (None, Some(other)) => {
+                return Err(ChaosError::BadConfig {
+                    var: ENV_TOXIPROXY,
+                    value: other.to_owned(),
+                    expected: "embedded or container",
+                })
+            }
+        };
+        let external = if provider == Some(ProviderKind::External) {
+            Some(ExternalUrls {
+                redis_primary: env_nonempty(ENV_EXTERNAL_PRIMARY)
+                    .ok_or(ChaosError::MissingExternal(ENV_EXTERNAL_PRIMARY))?,
+                redis_replica: env_nonempty(ENV_EXTERNAL_REPLICA),
+                database: env_nonempty(ENV_EXTERNAL_DATABASE)
+                    .ok_or(ChaosError::MissingExternal(ENV_EXTERNAL_DATABASE))?,
+            })
+        } else {
+            None
+        };
+        Ok(Self {
+            provider,
+            images: Images::from_env(),
+            toxiproxy,
+            local: LocalBinaries {
+                redis_server: env_nonempty(ENV_REDIS_SERVER_BIN).map(PathBuf::from),
+                pg_bin_dir: env_nonempty(ENV_PG_BIN_DIR).map(PathBuf::from),
+            },
+            external,
+        })
+    }
+
+    /// The local provider with binaries from the environment.
+    pub fn local_from_env() -> Result<Self> {
+        Ok(Self {
+            provider: Some(ProviderKind::Local),
+            ..Self::from_env()?
+        })
+    }
+
+    /// The container provider with the image `scripts/images` builds.
+    pub fn containers_local_image() -> Self {
+        Self {
+            provider: Some(ProviderKind::Containers),
+            images: Images::local(),
+            ..Self::default()
+        }
+    }
+}
+
+/// A variable's value, treating empty as unset (as shells often export).
+pub(crate) fn env_nonempty(var: &str) -> Option<String> {
+    std::env::var(var).ok().filter(|v| !v.is_empty())
+}
