@@ -33,7 +33,9 @@ pub mod catalog;
 pub mod checker;
 pub mod conn;
 pub mod driver;
+pub mod explore;
 pub mod history;
+pub mod mutation;
 pub mod property;
 pub mod protocol;
 pub mod protocols;
@@ -42,6 +44,8 @@ pub mod run;
 pub mod scenario;
 pub mod sim_world;
 pub mod stage;
+pub mod sweep;
+pub mod timeline;
 pub mod verdict;
 pub mod world;
 

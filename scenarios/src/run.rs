@@ -24,6 +24,9 @@ use crate::world::{World, WorldError, WorldKind};
 /// The environment variable through which `cargo test` replays one seed.
 pub const REPLAY_SEED_ENV: &str = "REDFENCE_SEED";
 
+/// The environment variable through which `cargo test` replays a schedule.
+pub const REPLAY_SCHEDULE_ENV: &str = "REDFENCE_SCHEDULE";
+
 /// How a world must be laid out for one run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct WorldSpec {
@@ -115,7 +118,8 @@ pub struct RunRecord {
     pub history: Option<History>,
     /// Figures of the run.
     pub metrics: Metrics,
-    /// Why the run could not be judged, if it could not.
+    /// Why the run could not be judged, or why its script stopped early
+    /// (then the verdicts judge the history up to that point).
     pub error: Option<String>,
     /// The command that replays this run exactly.
     pub replay: String,
@@ -139,14 +143,28 @@ impl RunRecord {
 
 /// The one line that replays a run with the CLI, and its `cargo test`
 /// equivalent.
-pub fn replay_line(scenario: &str, protocol: &str, world: WorldKind, seed: u64) -> String {
+pub fn replay_line(
+    scenario: &str,
+    protocol: &str,
+    world: WorldKind,
+    seed: u64,
+    schedule: Option<&str>,
+) -> String {
     let world_flag = match world {
         WorldKind::Sim => String::new(),
         WorldKind::Real => " --world real".to_owned(),
     };
+    let (flag, env) = match schedule {
+        Some(s) => (
+            format!(" --schedule '{s}'"),
+            format!("{REPLAY_SCHEDULE_ENV}='{s}' "),
+        ),
+        None => (String::new(), String::new()),
+    };
     format!(
-        "redfence replay {scenario} --protocol {protocol}{world_flag} --seed {seed}   \
-         (cargo test: {REPLAY_SEED_ENV}={seed} cargo test -p redfence-scenarios --test scenarios {test})",
+        "redfence replay {scenario} --protocol {protocol}{world_flag} --seed {seed}{flag}   \
+         (cargo test: {env}{REPLAY_SEED_ENV}={seed} cargo test -p redfence-scenarios \
+         --test scenarios {test})",
         test = test_name(scenario),
     )
 }
@@ -177,25 +195,36 @@ pub fn run_one(
         history: None,
         metrics: Metrics::default(),
         error: None,
-        replay: replay_line(scenario.name(), &protocol_name, worlds.kind(), seed),
+        replay: replay_line(
+            scenario.name(),
+            &protocol_name,
+            worlds.kind(),
+            seed,
+            scenario.replay_schedule().as_deref(),
+        ),
     };
     match execute(worlds, scenario, protocol, seed) {
-        Ok((history, stats)) => {
+        Ok((history, stats, stopped)) => {
             record.verdicts = check(&history);
             record.metrics = metrics(&history, &stats, setup.workers);
             record.history = Some(history);
+            record.error = stopped;
         }
         Err(error) => record.error = Some(error.to_string()),
     }
     record
 }
 
+/// Runs the script and builds the history. A script that stops early (a
+/// worker never reached a point it needed) still yields its history — a
+/// broken protocol that starves a worker must be judged, not discarded —
+/// with the reason as the third value.
 fn execute(
     worlds: &dyn WorldFactory,
     scenario: &dyn Scenario,
     protocol: Arc<dyn Protocol>,
     seed: u64,
-) -> Result<(History, Vec<JobStat>), ScenarioError> {
+) -> Result<(History, Vec<JobStat>, Option<String>), ScenarioError> {
     let setup = scenario.setup();
     let config = setup.lock_config()?;
     let spec = WorldSpec {
@@ -215,12 +244,16 @@ fn execute(
         RESOURCE,
         setup.tolerance_ms(),
     );
-    scenario.run(&mut stage)?;
+    let stopped = match scenario.run(&mut stage) {
+        Ok(()) => None,
+        Err(ScenarioError::Stuck(why)) => Some(format!("the script stopped early: {why}")),
+        Err(other) => return Err(other),
+    };
     let stats: Vec<JobStat> = (0..stage.workers())
         .flat_map(|w| stage.probe(w).stats())
         .collect();
     let history = stage.finish()?;
-    Ok((history, stats))
+    Ok((history, stats, stopped))
 }
 
 /// The resource every scenario contends for.

@@ -186,6 +186,12 @@ pub trait Scenario: Send + Sync {
         Vec::new()
     }
 
+    /// The fault schedule a replay must pass along (exploration's
+    /// `random-faults` only); `None` for scripted scenarios.
+    fn replay_schedule(&self) -> Option<String> {
+        None
+    }
+
     /// The script.
     fn run(&self, stage: &mut Stage<'_>) -> Result<(), ScenarioError>;
 }

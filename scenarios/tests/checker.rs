@@ -497,8 +497,40 @@ fn renewal_safety_catches_renew_without_owner_check() {
         verdict.explanation,
         "owner o2's key lock:account-7 on redis-0 expired at 2503 ms, but it was entitled only \
          until 2115 ms (set at 1103 ms, last own extension at 1105 ms, lease 1000 ms, tolerance \
-         10 ms): a renew by owner o1 (worker w1, op 3) at 1500 ms extended it"
+         10 ms): a renew by owner o1 (worker w1, op 3) at 1500 ms extended it (and 1 more \
+         violation)"
     );
+}
+
+/// The same stale renew, but the victim releases before its key could
+/// expire: no expiry shows the extension, yet the renew was confirmed while
+/// its owner held nothing.
+#[test]
+fn renewal_safety_catches_a_stale_renew_when_the_victim_releases_first() {
+    let history = builder()
+        .acquired("w1", "o1", (0, 5), 1) // op 1
+        .set(3, "o1") // redis 0
+        .expired(1_003, "o1") // redis 1
+        .acquired("w2", "o2", (1_100, 1_105), 2) // op 2
+        .set(1_103, "o2") // redis 2
+        .renewed("w1", "o1", (1_500, 1_505)) // op 3
+        .released("w2", "o2", (1_700, 1_710), true) // op 4
+        .deleted(1_705, "o2") // redis 3
+        .end(3_000)
+        .build();
+    let verdict = judge(&history, Property::RenewalSafety);
+    assert_status(&verdict, Status::Violated);
+    assert_eq!(verdict.slice.op_ids, [3]);
+    assert_eq!(ownership_indexes(&verdict), [2]);
+    assert_eq!(
+        verdict.explanation,
+        "owner o1 (worker w1) was told its renew (op 3) succeeded at 1505 ms, but it held no \
+         lock between 1500 and 1505 ms; the key was held by owner o2 (set at 1103 ms on redis-0)"
+    );
+    // The reference's answer to that renew: refused.
+    let mut refused = history.clone();
+    refused.ops[2].outcome = Outcome::Ok(OkValue::RenewLost);
+    assert_status(&judge(&refused, Property::RenewalSafety), Status::Held);
 }
 
 /// unbounded-renewal: the keeper never stops renewing.

@@ -19,8 +19,15 @@
 //!    tolerance. (The completion is the latest moment the client can have
 //!    started counting its hold time, so the bound has no false alarms.)
 //!
-//! Without the ownership log, rule 1 cannot be decided: a violation of rule
-//! 2 still gives `Violated`, otherwise the verdict is `Undecided`.
+//! 3. **A confirmed renew had a lock of its own** (from the Redis ownership
+//!    log). A `Renew` by token `X` answered `Renewed` must overlap, on some
+//!    server, a holding of the key by `X` — from its `Set` until its end, or
+//!    the end of the run. A renew confirmed while `X` held nothing extended
+//!    whoever held the key then; rule 1 sees that only if the victim's key
+//!    later expires, this rule sees it even when the victim releases first.
+//!
+//! Without the ownership log, rules 1 and 3 cannot be decided: a violation
+//! of rule 2 still gives `Violated`, otherwise the verdict is `Undecided`.
 
 use std::collections::BTreeMap;
 
@@ -38,6 +45,7 @@ pub(super) fn check(history: &History) -> Verdict {
     let mut expiries_count = 0_usize;
     if let Some(log) = &history.redis_truth {
         expiries_count = no_foreign_extension(history, log, &mut violations);
+        renews_own_lock(history, log, &mut violations);
     }
     let renews_count = bounded_renewal(history, &mut violations);
 
@@ -149,6 +157,64 @@ fn no_foreign_extension(
         violations.push((explanation, slice));
     }
     expiries_count
+}
+
+/// Rule 3.
+fn renews_own_lock(
+    history: &History,
+    log: &[OwnershipRecord],
+    violations: &mut Vec<(String, HistorySlice)>,
+) {
+    let all = holdings(log);
+    let mut renews: Vec<&Op> = history
+        .ops
+        .iter()
+        .filter(|op| op.is_successful_renew())
+        .collect();
+    renews.sort_by_key(|op| (op.invoke_ms, op.id));
+    for renew in renews {
+        let Some(owner) = renew.owner.as_deref() else {
+            continue;
+        };
+        let complete_ms = renew.end_or(history.end_ms);
+        let overlaps = |h: &&super::holdings::Holding| {
+            h.start_ms <= complete_ms && h.end.is_none_or(|(end_ms, _)| end_ms >= renew.invoke_ms)
+        };
+        if all
+            .iter()
+            .filter(|h| h.owner == owner)
+            .any(|h| overlaps(&h))
+        {
+            continue;
+        }
+        // Whose lock it extended: a holding by someone else at the time.
+        let victim = all
+            .iter()
+            .filter(|h| h.owner != owner)
+            .find(|h| overlaps(h));
+        let whose = match victim {
+            Some(h) => format!(
+                "; the key was held by owner {} (set at {} ms on {})",
+                short_owner(&h.owner),
+                h.start_ms,
+                h.server
+            ),
+            None => "; the key was held by no one".to_owned(),
+        };
+        let explanation = format!(
+            "owner {} (worker {}) was told its renew (op {}) succeeded at {complete_ms} ms, \
+             but it held no lock between {} and {complete_ms} ms{whose}",
+            short_owner(owner),
+            renew.worker,
+            renew.id,
+            renew.invoke_ms,
+        );
+        let mut slice = HistorySlice::default().with_op(renew);
+        if let Some(h) = victim {
+            slice = slice.with_ownership(h.start_index, &log[h.start_index]);
+        }
+        violations.push((explanation, slice));
+    }
 }
 
 /// Rule 2; returns how many confirmed renews were judged.

@@ -1,0 +1,113 @@
+//! `redfence explore`: random fault schedules against one protocol until the
+//! time is up; the first failure is shrunk to a minimal schedule and printed
+//! with its replay line.
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Args;
+use redfence_scenarios::explore::{explore as run_exploration, Budget};
+use redfence_scenarios::timeline::timeline;
+
+use super::CliError;
+
+/// Longest `--time` accepted (a day): a bound on a mistyped unit.
+const TIME_MAX: Duration = Duration::from_secs(86_400);
+
+/// Arguments of `redfence explore`.
+#[derive(Debug, Args)]
+pub struct ExploreArgs {
+    /// How long to explore, e.g. `30s`, `5m`, `1h`, `1500ms`.
+    #[arg(long, value_parser = parse_duration, default_value = "30s")]
+    time: Duration,
+    /// The protocol to explore.
+    #[arg(long, default_value = "reference")]
+    protocol: String,
+    /// Exploration seed: the same seed tries the same schedules in order.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// World: `sim` or `real`.
+    #[arg(long, default_value = "sim")]
+    world: String,
+}
+
+/// Parses `30s`, `5m`, `1h`, `1500ms`.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .ok_or_else(|| format!("{text:?} has no unit; use ms, s, m or h (e.g. 30s)"))?;
+    let (number, unit) = text.split_at(split);
+    let value: u64 = number
+        .parse()
+        .map_err(|_| format!("{text:?} does not start with a whole number"))?;
+    let duration = match unit {
+        "ms" => Duration::from_millis(value),
+        "s" => Duration::from_secs(value),
+        "m" => Duration::from_secs(value.saturating_mul(60)),
+        "h" => Duration::from_secs(value.saturating_mul(3_600)),
+        other => return Err(format!("unknown unit {other:?}; use ms, s, m or h")),
+    };
+    if duration.is_zero() || duration > TIME_MAX {
+        return Err(format!("{text:?} must be more than 0 and at most 24h"));
+    }
+    Ok(duration)
+}
+
+/// Explores and prints what was found; exits 1 on a finding.
+pub fn explore(args: ExploreArgs) -> Result<ExitCode, CliError> {
+    let worlds = super::world(&args.world)?;
+    let protocol = super::protocol(&args.protocol)?;
+    let name = protocol.name().to_owned();
+    eprintln!(
+        "exploring {name} for {:?} with random fault schedules (seed {})…",
+        args.time, args.seed
+    );
+    let started = std::time::Instant::now();
+    let result = run_exploration(
+        worlds.as_ref(),
+        protocol,
+        args.seed,
+        Budget::Time(args.time),
+    );
+    let elapsed = started.elapsed().as_secs_f64();
+    match result.found {
+        None => {
+            println!(
+                "{} schedules in {elapsed:.1} s ({:.0}/s): no property violated by {name}",
+                result.cases,
+                result.cases as f64 / elapsed.max(1e-9)
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(found) => {
+            let record = &found.record;
+            println!(
+                "{name} broke after {} schedules; shrunk from {} faults to {}:\n  {}\n",
+                result.cases,
+                found.faults_before_shrinking,
+                found.schedule.faults.len(),
+                found.schedule
+            );
+            if let Some(history) = &record.history {
+                print!("{}", timeline(history));
+            }
+            for verdict in record
+                .verdicts
+                .iter()
+                .filter(|v| v.status == redfence_scenarios::Status::Violated)
+            {
+                println!(
+                    "\nVIOLATED {}: {}",
+                    verdict.property.name(),
+                    verdict.explanation
+                );
+            }
+            if let Some(error) = &record.error {
+                println!("\nrun: {error}");
+            }
+            println!("\nreplay: {}", record.replay);
+            Ok(ExitCode::from(1))
+        }
+    }
+}

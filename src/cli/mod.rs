@@ -1,0 +1,116 @@
+//! The commands, one file each, and what they share: choosing scenarios,
+//! protocols and worlds by name with errors that list the known names.
+
+pub mod explore;
+pub mod list;
+pub mod replay;
+pub mod run;
+
+use std::sync::Arc;
+
+use redfence_scenarios::catalog;
+use redfence_scenarios::protocol::Protocol;
+use redfence_scenarios::protocols;
+use redfence_scenarios::run::WorldFactory;
+use redfence_scenarios::scenario::Scenario;
+use redfence_scenarios::sim_world::SimWorlds;
+
+/// What a command could not do; printed as `error: …`, exit code 2.
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    /// A name that is not in the catalog.
+    #[error("unknown {kind} {name:?}; known: {known}")]
+    Unknown {
+        /// scenario / protocol / world.
+        kind: &'static str,
+        /// What was given.
+        name: String,
+        /// The names that exist.
+        known: String,
+    },
+    /// A world that cannot be used here.
+    #[error("{0}")]
+    World(String),
+    /// An argument that parses but makes no sense.
+    #[error("{0}")]
+    Invalid(String),
+    /// Writing a file failed.
+    #[error("cannot write {path}: {source}")]
+    Write {
+        /// The file.
+        path: String,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
+/// The world kinds the CLI knows.
+pub const WORLDS: [&str; 2] = ["sim", "real"];
+
+/// The scenarios named (all of them when none is).
+pub fn scenarios(names: &[String]) -> Result<Vec<Arc<dyn Scenario>>, CliError> {
+    if names.is_empty() {
+        return Ok(catalog::all());
+    }
+    names
+        .iter()
+        .map(|name| {
+            catalog::by_name(name).ok_or_else(|| CliError::Unknown {
+                kind: "scenario",
+                name: name.clone(),
+                known: catalog::all()
+                    .iter()
+                    .map(|s| s.name())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            })
+        })
+        .collect()
+}
+
+/// The protocols named (all of them when none is).
+pub fn protocols(names: &[String]) -> Result<Vec<Arc<dyn Protocol>>, CliError> {
+    if names.is_empty() {
+        return Ok(protocols::all());
+    }
+    names.iter().map(|name| protocol(name)).collect()
+}
+
+/// The protocol called `name`.
+pub fn protocol(name: &str) -> Result<Arc<dyn Protocol>, CliError> {
+    protocols::by_name(name).ok_or_else(|| CliError::Unknown {
+        kind: "protocol",
+        name: name.to_owned(),
+        known: protocols::all()
+            .iter()
+            .map(|p| p.name().to_owned())
+            .collect::<Vec<_>>()
+            .join(", "),
+    })
+}
+
+/// The world called `name`.
+pub fn world(name: &str) -> Result<Box<dyn WorldFactory>, CliError> {
+    match name {
+        "sim" => Ok(Box::new(SimWorlds)),
+        "real" => Err(CliError::World(
+            "the real-server world (Redis and Postgres behind Toxiproxy) is not part of this \
+             build yet; use --world sim"
+                .to_owned(),
+        )),
+        other => Err(CliError::Unknown {
+            kind: "world",
+            name: other.to_owned(),
+            known: WORLDS.join(", "),
+        }),
+    }
+}
+
+/// Threads to use: `jobs`, or every core.
+pub fn jobs(jobs: Option<usize>) -> Result<usize, CliError> {
+    match jobs {
+        Some(0) => Err(CliError::Invalid("--jobs must be at least 1".to_owned())),
+        Some(n) => Ok(n),
+        None => Ok(std::thread::available_parallelism().map_or(1, |n| n.get())),
+    }
+}

@@ -1,0 +1,94 @@
+//! `redfence replay`: one seed of one scenario, its timeline and verdicts.
+//! The same seed gives the same output byte for byte.
+
+use std::process::ExitCode;
+
+use clap::Args;
+use redfence_scenarios::explore::{RandomFaults, Schedule};
+use redfence_scenarios::run::run_one;
+use redfence_scenarios::timeline::timeline;
+use redfence_scenarios::Status;
+
+use super::CliError;
+
+/// Arguments of `redfence replay`.
+#[derive(Debug, Args)]
+pub struct ReplayArgs {
+    /// The scenario.
+    scenario: String,
+    /// The protocol.
+    #[arg(long, default_value = "reference")]
+    protocol: String,
+    /// The seed.
+    #[arg(long)]
+    seed: u64,
+    /// World: `sim` or `real`.
+    #[arg(long, default_value = "sim")]
+    world: String,
+    /// The fault schedule of a `random-faults` replay (as printed by
+    /// `redfence explore`).
+    #[arg(long)]
+    schedule: Option<String>,
+}
+
+/// Runs and prints one seed; exits 1 when a property was violated.
+pub fn replay(args: ReplayArgs) -> Result<ExitCode, CliError> {
+    let worlds = super::world(&args.world)?;
+    let scenario: std::sync::Arc<dyn redfence_scenarios::scenario::Scenario> =
+        match (&args.schedule, args.scenario.as_str()) {
+            (Some(text), "random-faults") => {
+                let schedule: Schedule =
+                    text.parse()
+                        .map_err(|e: redfence_scenarios::explore::ScheduleError| {
+                            CliError::Invalid(e.to_string())
+                        })?;
+                std::sync::Arc::new(RandomFaults { schedule })
+            }
+            (Some(_), other) => {
+                return Err(CliError::Invalid(format!(
+                    "--schedule belongs to random-faults, not {other}"
+                )))
+            }
+            (None, "random-faults") => {
+                return Err(CliError::Invalid(
+                    "random-faults needs --schedule (printed by redfence explore)".to_owned(),
+                ))
+            }
+            (None, _) => super::scenarios(std::slice::from_ref(&args.scenario))?.remove(0),
+        };
+    let protocol = super::protocol(&args.protocol)?;
+    let record = run_one(worlds.as_ref(), scenario.as_ref(), protocol, args.seed);
+    println!(
+        "{} × {} in the {} world, seed {}\n",
+        record.scenario,
+        record.protocol,
+        record.world.name(),
+        record.seed
+    );
+    if let Some(history) = &record.history {
+        print!("{}", timeline(history));
+    }
+    if let Some(error) = &record.error {
+        println!("\nrun: {error}");
+    }
+    println!("\nverdicts:");
+    for verdict in &record.verdicts {
+        let status = match verdict.status {
+            Status::Held => "held",
+            Status::Violated => "VIOLATED",
+            Status::Undecided => "undecided",
+        };
+        println!(
+            "  {:<22} {:<10} {}",
+            verdict.property.name(),
+            status,
+            verdict.explanation
+        );
+    }
+    println!("\nreplay: {}", record.replay);
+    Ok(if record.failed() {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}

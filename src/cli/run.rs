@@ -1,0 +1,199 @@
+//! `redfence run`: sweep scenarios × protocols over seeds, print the verdict
+//! matrix and the mutation score, name the replay of every failing cell,
+//! and exit non-zero when the reference protocol fails a property.
+
+use std::process::ExitCode;
+
+use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
+use redfence_scenarios::sweep::{sweep, CellStatus, Progress, Shard, Sweep, SweepPlan, REFERENCE};
+
+use super::CliError;
+
+/// Seeds per cell when neither `--seeds` nor `--seed` is given.
+pub const SEEDS_DEFAULT: u64 = 50;
+
+/// Arguments of `redfence run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// World to run in: `sim` (deterministic simulation) or `real`.
+    #[arg(long, default_value = "sim")]
+    world: String,
+    /// Scenario to run (repeatable; default: all).
+    #[arg(long = "scenario", value_name = "NAME")]
+    scenarios: Vec<String>,
+    /// Protocol to run (repeatable; default: the reference and every mutant).
+    #[arg(long = "protocol", value_name = "NAME")]
+    protocols: Vec<String>,
+    /// Seeds per scenario × protocol.
+    #[arg(long, value_name = "N", conflicts_with = "seed")]
+    seeds: Option<u64>,
+    /// First seed of the sweep.
+    #[arg(
+        long,
+        value_name = "SEED",
+        default_value_t = 0,
+        conflicts_with = "seed"
+    )]
+    seed_first: u64,
+    /// Run exactly this one seed.
+    #[arg(long, value_name = "SEED")]
+    seed: Option<u64>,
+    /// Threads (default: every core).
+    #[arg(long, value_name = "N")]
+    jobs: Option<usize>,
+    /// Run only shard I of N of the seed space (e.g. 2/4), for CI matrices.
+    #[arg(long, value_name = "I/N")]
+    shard: Option<Shard>,
+    /// Write the sweep result as JSON to this file.
+    #[arg(long, value_name = "FILE")]
+    json: Option<String>,
+}
+
+/// Runs the sweep and prints it.
+pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
+    let worlds = super::world(&args.world)?;
+    let (seed_first, seeds) = match (args.seed, args.seeds) {
+        (Some(seed), _) => (seed, 1),
+        (None, Some(0)) => return Err(CliError::Invalid("--seeds must be at least 1".into())),
+        (None, Some(n)) => (args.seed_first, n),
+        (None, None) => (args.seed_first, SEEDS_DEFAULT),
+    };
+    let plan = SweepPlan {
+        scenarios: super::scenarios(&args.scenarios)?,
+        protocols: super::protocols(&args.protocols)?,
+        seed_first,
+        seeds,
+        jobs: super::jobs(args.jobs)?,
+        shard: args.shard,
+    };
+    if plan.seed_list().is_empty() {
+        return Err(CliError::Invalid(format!(
+            "shard {} holds none of the {seeds} seeds from {seed_first}",
+            args.shard.map_or_else(String::new, |s| s.to_string())
+        )));
+    }
+    let total = plan.seed_list().len() * plan.scenarios.len() * plan.protocols.len();
+    let bar = ProgressBar::new(total as u64);
+    bar.set_style(
+        ProgressStyle::with_template(
+            "{bar:40} {pos}/{len} runs, {msg} [{elapsed_precise}, eta {eta}]",
+        )
+        .expect("a valid template"),
+    );
+    let report = |p: Progress| {
+        bar.set_position(p.done as u64);
+        bar.set_message(format!("{} failing", p.failed));
+    };
+    let started = std::time::Instant::now();
+    let result = sweep(worlds.as_ref(), &plan, &report);
+    bar.finish_and_clear();
+    print_sweep(&result);
+    println!(
+        "\n{total} runs in {:.1} s ({:.0} runs/s, {} threads)",
+        started.elapsed().as_secs_f64(),
+        total as f64 / started.elapsed().as_secs_f64().max(1e-9),
+        plan.jobs
+    );
+    if let Some(path) = &args.json {
+        let json = serde_json::to_string_pretty(&result).expect("a sweep serialises");
+        std::fs::write(path, json).map_err(|source| CliError::Write {
+            path: path.clone(),
+            source,
+        })?;
+        println!("sweep result written to {path}");
+    }
+    let failures = result.reference_failures();
+    if failures.is_empty() {
+        Ok(ExitCode::SUCCESS)
+    } else {
+        eprintln!(
+            "the {REFERENCE} protocol failed {} scenario(s); replay lines above",
+            failures.len()
+        );
+        Ok(ExitCode::from(1))
+    }
+}
+
+fn symbol(status: CellStatus, seeds_to_catch: Option<u64>) -> String {
+    match status {
+        CellStatus::Passed => "pass".to_owned(),
+        CellStatus::Caught => format!("CAUGHT@{}", seeds_to_catch.unwrap_or(0)),
+        CellStatus::AlsoCaught => format!("also@{}", seeds_to_catch.unwrap_or(0)),
+        CellStatus::NotCaught => "-".to_owned(),
+        CellStatus::Missed => "MISSED".to_owned(),
+        CellStatus::Failed => "FAIL".to_owned(),
+    }
+}
+
+/// Prints the matrix, the mutation score and the replay lines.
+pub fn print_sweep(result: &Sweep) {
+    println!(
+        "world: {}   seeds: {} from {}{}",
+        result.world.name(),
+        result.seeds,
+        result.seed_first,
+        result
+            .shard
+            .map_or_else(String::new, |s| format!("   shard {s}"))
+    );
+    println!("\nprotocols:");
+    for (i, p) in result.protocols.iter().enumerate() {
+        println!("  P{i:<3} {}", p.name);
+    }
+    let width = 10;
+    print!("\n{:<30}", "scenario");
+    for i in 0..result.protocols.len() {
+        print!("{:>width$}", format!("P{i}"));
+    }
+    println!();
+    for scenario in &result.scenarios {
+        print!("{:<30}", scenario.name);
+        for protocol in &result.protocols {
+            let cell = result
+                .cell(&scenario.name, &protocol.name)
+                .expect("every pair has a cell");
+            print!("{:>width$}", symbol(cell.status, cell.seeds_to_catch));
+        }
+        println!();
+    }
+    println!(
+        "\npass: every property held   CAUGHT@n: the promised violation, first on the n-th seed\n\
+         also@n: not promised, failed anyway   -: not promised, not caught\n\
+         MISSED: a promised catch did not happen   FAIL: the reference failed"
+    );
+    if !result.mutants.is_empty() {
+        println!("\nmutation score");
+        println!(
+            "  {:<28} {:>8} {:>8} {:>15}  also caught by",
+            "mutant", "promised", "caught", "seeds to catch"
+        );
+        for m in &result.mutants {
+            println!(
+                "  {:<28} {:>8} {:>8} {:>15}  {}",
+                m.mutant,
+                m.promised,
+                m.caught,
+                m.seeds_to_catch.map_or("-".to_owned(), |n| n.to_string()),
+                m.also_caught_by.join(", ")
+            );
+        }
+    }
+    let failing: Vec<_> = result
+        .cells
+        .iter()
+        .filter_map(|c| c.first_failure.as_ref().map(|r| (c, r)))
+        .collect();
+    if !failing.is_empty() {
+        println!("\nreplay the first failure of each failing cell:");
+        for (cell, record) in failing {
+            let what = match (&record.error, record.violated().first()) {
+                (_, Some(property)) => format!("violates {}", property.name()),
+                (Some(error), None) => error.clone(),
+                (None, None) => "failed".to_owned(),
+            };
+            println!("  {} × {}: {what}", cell.scenario, cell.protocol);
+            println!("    {}", record.replay);
+        }
+    }
+}

@@ -1,0 +1,50 @@
+//! `redfence`: the command line of the harness.
+//!
+//! `list` shows what can run; `run` sweeps scenarios × protocols over seeds
+//! and prints the verdict matrix; `replay` runs one seed and prints its
+//! timeline; `explore` throws random fault schedules at a protocol for a
+//! while and shrinks what breaks it. One module per command, as in
+//! mini-redis; argument parsing (clap) lives here.
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+mod cli;
+
+/// Verify Redis lock protocols with fencing tokens against scripted failures.
+#[derive(Debug, Parser)]
+#[command(name = "redfence", version, about, long_about = None)]
+struct Args {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// List scenarios, protocols and properties with one-line descriptions.
+    List,
+    /// Run scenarios against protocols over many seeds; print the matrix.
+    Run(cli::run::RunArgs),
+    /// Run one seed of one scenario and print its event timeline.
+    Replay(cli::replay::ReplayArgs),
+    /// Throw random fault schedules at a protocol; shrink what breaks it.
+    Explore(cli::explore::ExploreArgs),
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    let result = match args.command {
+        Command::List => cli::list::list(),
+        Command::Run(run) => cli::run::run(run),
+        Command::Replay(replay) => cli::replay::replay(replay),
+        Command::Explore(explore) => cli::explore::explore(explore),
+    };
+    match result {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("error: {error}");
+            ExitCode::from(2)
+        }
+    }
+}
