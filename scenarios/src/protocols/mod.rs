@@ -10,13 +10,50 @@ use redfence_core::{LockError, ResourceName, StoreError};
 
 use crate::protocol::{Protocol, StepError};
 
+pub mod app_side_fence_check;
+pub mod del_unlock;
+pub mod get_then_del;
+pub mod lock_before_fence;
+pub mod no_fence_check;
+pub mod no_ttl;
+pub mod patch;
+pub mod redis_counter_fences;
 pub mod reference;
+pub mod renew_without_owner_check;
+pub mod setnx_then_expire;
+pub mod static_owner;
+pub mod unbounded_renewal;
+pub mod wire;
 
+pub use app_side_fence_check::AppSideFenceCheck;
+pub use del_unlock::DelUnlock;
+pub use get_then_del::GetThenDel;
+pub use lock_before_fence::LockBeforeFence;
+pub use no_fence_check::NoFenceCheck;
+pub use no_ttl::NoTtl;
+pub use redis_counter_fences::RedisCounterFences;
 pub use reference::{Reference, ReferenceSession};
+pub use renew_without_owner_check::RenewWithoutOwnerCheck;
+pub use setnx_then_expire::SetnxThenExpire;
+pub use static_owner::StaticOwner;
+pub use unbounded_renewal::UnboundedRenewal;
 
 /// Every shipped protocol, reference first.
 pub fn all() -> Vec<Arc<dyn Protocol>> {
-    vec![Arc::new(Reference)]
+    vec![
+        Arc::new(Reference),
+        Arc::new(DelUnlock),
+        Arc::new(GetThenDel),
+        Arc::new(RenewWithoutOwnerCheck),
+        Arc::new(NoFenceCheck),
+        Arc::new(AppSideFenceCheck),
+        Arc::new(StaticOwner),
+        Arc::new(UnboundedRenewal),
+        Arc::new(SetnxThenExpire),
+        Arc::new(NoTtl),
+        Arc::new(LockBeforeFence),
+        Arc::new(RedisCounterFences),
+    ]
 }
 
 /// The shipped protocol called `name`.
