@@ -1,0 +1,306 @@
+//! Running the servers: one type, [`Servers`], over three providers.
+//!
+//! The provider is chosen by configuration ([`crate::config`]): Docker
+//! containers ([`containers`]), local processes ([`local`]), or servers
+//! someone else runs (external: only their addresses are ours). Unset, the
+//! choice is containers when a Docker engine answers, else local processes
+//! when the binaries are installed, else an error saying what to install or
+//! set. Every provider gives the same thing: a Redis primary, a Redis
+//! replica (not yet replicating — the topology points it at the primary
+//! through a proxy) and PostgreSQL with an empty database, all on
+//! addresses the proxies can reach on loopback.
+
+pub mod containers;
+pub mod local;
+
+use sqlx::{Connection, Executor};
+
+use crate::config::{ChaosConfig, ExternalUrls, ProviderKind};
+use crate::error::{ChaosError, Result};
+
+/// A Redis server of the topology.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RedisNode {
+    /// The primary the workers start on.
+    Primary,
+    /// The replica (of the primary, through the replication proxy), the
+    /// failover target.
+    Replica,
+}
+
+impl RedisNode {
+    pub(crate) fn index(self) -> usize {
+        match self {
+            Self::Primary => 0,
+            Self::Replica => 1,
+        }
+    }
+
+    /// The node's name in messages and container labels.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Primary => "redis-primary",
+            Self::Replica => "redis-replica",
+        }
+    }
+}
+
+/// Creates `database` (it is new: the server just started).
+pub(crate) async fn create_database(admin_url: &str, database: &str) -> Result<()> {
+    let mut conn = sqlx::PgConnection::connect(admin_url)
+        .await
+        .map_err(|e| ChaosError::Postgres(format!("connecting to {admin_url}: {e}")))?;
+    conn.execute(format!("CREATE DATABASE \"{database}\"").as_str())
+        .await
+        .map_err(|e| ChaosError::Postgres(format!("creating database {database}: {e}")))?;
+    conn.close()
+        .await
+        .map_err(|e| ChaosError::Postgres(e.to_string()))
+}
+
+/// `host:port` of a `redis://host:port/...` URL.
+fn redis_url_addr(url: &str, var: &'static str) -> Result<String> {
+    let bad = || ChaosError::BadConfig {
+        var,
+        value: url.to_owned(),
+        expected: "redis://host:port/ (no password: the proxies forward raw TCP)",
+    };
+    let rest = url.strip_prefix("redis://").ok_or_else(bad)?;
+    let host_port = rest.split('/').next().unwrap_or_default();
+    if host_port.contains('@') || !host_port.contains(':') {
+        return Err(bad());
+    }
+    Ok(host_port.to_owned())
+}
+
+/// `host:port` of a `postgres://user@host:port/db` URL, and the URL with
+/// `host:port` replaced by `{addr}` (so workers get it through a proxy).
+fn postgres_url_parts(url: &str) -> Result<(String, String)> {
+    let bad = || ChaosError::BadConfig {
+        var: crate::config::ENV_EXTERNAL_DATABASE,
+        value: url.to_owned(),
+        expected: "postgres://user[:password]@host:port/database",
+    };
+    let scheme_end = url.find("://").ok_or_else(bad)? + 3;
+    let authority_end = url[scheme_end..]
+        .find('/')
+        .map_or(url.len(), |i| scheme_end + i);
+    let authority = &url[scheme_end..authority_end];
+    let host_start = authority.rfind('@').map_or(0, |i| i + 1);
+    let addr = &authority[host_start..];
+    if !addr.contains(':') {
+        return Err(bad());
+    }
+    let template = format!(
+        "{}{{addr}}{}",
+        &url[..scheme_end + host_start],
+        &url[authority_end..]
+    );
+    Ok((addr.to_owned(), template))
+}
+
+/// Servers someone else runs.
+#[derive(Debug)]
+pub struct ExternalServers {
+    primary: String,
+    replica: Option<String>,
+    postgres: String,
+    url_template: String,
+}
+
+impl ExternalServers {
+    fn new(urls: &ExternalUrls) -> Result<Self> {
+        let (postgres, url_template) = postgres_url_parts(&urls.database)?;
+        Ok(Self {
+            primary: redis_url_addr(&urls.redis_primary, crate::config::ENV_EXTERNAL_PRIMARY)?,
+            replica: urls
+                .redis_replica
+                .as_deref()
+                .map(|u| redis_url_addr(u, crate::config::ENV_EXTERNAL_REPLICA))
+                .transpose()?,
+            postgres,
+            url_template,
+        })
+    }
+}
+
+enum Backend {
+    Local(local::LocalServers),
+    // Boxed: a container handle is large, and there is one per topology.
+    Containers(Box<containers::ContainerServers>),
+    External(ExternalServers),
+}
+
+/// The running servers of one topology. Dropping it stops and removes them
+/// (prefer [`Servers::shutdown`] in async code: it waits for the removal).
+pub struct Servers {
+    backend: Backend,
+    run_id: String,
+    database: String,
+}
+
+impl std::fmt::Debug for Servers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Servers")
+            .field("provider", &self.kind().name())
+            .field("run_id", &self.run_id)
+            .finish()
+    }
+}
+
+/// The database the topology's PostgreSQL gets (local and containers).
+pub const DATABASE: &str = "redfence";
+
+/// The provider the configuration asks for, or the automatic choice.
+pub async fn choose(config: &ChaosConfig) -> Result<ProviderKind> {
+    if let Some(kind) = config.provider {
+        return Ok(kind);
+    }
+    let docker = match containers::docker().await {
+        Ok(_) => return Ok(ProviderKind::Containers),
+        Err(e) => e.to_string(),
+    };
+    match local::LocalPrograms::find(&config.local) {
+        Ok(_) => Ok(ProviderKind::Local),
+        Err(local) => Err(ChaosError::NoProvider {
+            docker,
+            local: local.to_string(),
+        }),
+    }
+}
+
+impl Servers {
+    /// Starts the servers with the configured (or automatically chosen)
+    /// provider.
+    pub async fn start(config: &ChaosConfig) -> Result<Self> {
+        let run_id = uuid::Uuid::new_v4().simple().to_string();
+        let kind = choose(config).await?;
+        let (backend, database) = match kind {
+            ProviderKind::Local => {
+                let programs = local::LocalPrograms::find(&config.local)?;
+                let servers = local::LocalServers::start(programs, &run_id, DATABASE).await?;
+                (Backend::Local(servers), DATABASE.to_owned())
+            }
+            ProviderKind::Containers => {
+                let servers =
+                    containers::ContainerServers::start(&config.images, &run_id, DATABASE).await?;
+                (Backend::Containers(Box::new(servers)), DATABASE.to_owned())
+            }
+            ProviderKind::External => {
+                let urls = config.external.as_ref().ok_or(ChaosError::MissingExternal(
+                    crate::config::ENV_EXTERNAL_PRIMARY,
+                ))?;
+                (
+                    Backend::External(ExternalServers::new(urls)?),
+                    String::new(),
+                )
+            }
+        };
+        Ok(Self {
+            backend,
+            run_id,
+            database,
+        })
+    }
+
+    /// Which provider runs them.
+    pub fn kind(&self) -> ProviderKind {
+        match self.backend {
+            Backend::Local(_) => ProviderKind::Local,
+            Backend::Containers(_) => ProviderKind::Containers,
+            Backend::External(_) => ProviderKind::External,
+        }
+    }
+
+    /// This run's id (the `redfence.run` label of its containers).
+    pub fn run_id(&self) -> &str {
+        &self.run_id
+    }
+
+    /// `host:port` of a Redis node; `None` for an external setup without a
+    /// replica.
+    pub fn redis_addr(&self, node: RedisNode) -> Option<String> {
+        match &self.backend {
+            Backend::Local(s) => Some(s.redis_addr(node)),
+            Backend::Containers(s) => Some(s.redis_addr(node)),
+            Backend::External(s) => match node {
+                RedisNode::Primary => Some(s.primary.clone()),
+                RedisNode::Replica => s.replica.clone(),
+            },
+        }
+    }
+
+    /// `host:port` of PostgreSQL.
+    pub fn postgres_addr(&self) -> String {
+        match &self.backend {
+            Backend::Local(s) => s.postgres_addr(),
+            Backend::Containers(s) => s.postgres_addr(),
+            Backend::External(s) => s.postgres.clone(),
+        }
+    }
+
+    /// The database URL with its server at `addr` (a proxy, or
+    /// [`Self::postgres_addr`] for a direct connection).
+    pub fn postgres_url_via(&self, addr: &str) -> String {
+        match &self.backend {
+            Backend::External(s) => s.url_template.replace("{addr}", addr),
+            _ => format!("postgres://postgres@{addr}/{}", self.database),
+        }
+    }
+
+    /// Stops a Redis node (its data is lost: no persistence).
+    pub async fn stop_redis(&mut self, node: RedisNode) -> Result<()> {
+        match &mut self.backend {
+            Backend::Local(s) => s.stop_redis(node).await,
+            Backend::Containers(s) => s.stop_redis(node).await,
+            Backend::External(_) => Err(external_cannot("stopping Redis")),
+        }
+    }
+
+    /// Starts a stopped Redis node again, empty, on the same address.
+    pub async fn start_redis(&mut self, node: RedisNode) -> Result<()> {
+        match &mut self.backend {
+            Backend::Local(s) => s.start_redis(node).await,
+            Backend::Containers(s) => s.start_redis(node).await,
+            Backend::External(_) => Err(external_cannot("restarting Redis")),
+        }
+    }
+
+    /// Stops and removes everything, waiting for it.
+    pub async fn shutdown(self) {
+        match self.backend {
+            Backend::Local(s) => s.shutdown().await,
+            Backend::Containers(s) => s.shutdown().await,
+            Backend::External(_) => {}
+        }
+    }
+}
+
+fn external_cannot(operation: &'static str) -> ChaosError {
+    ChaosError::Unsupported {
+        operation,
+        provider: "external",
+        why: "the servers are not ours to stop; use containers or local",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_external_urls() {
+        assert_eq!(
+            redis_url_addr("redis://10.1.2.3:6379/", "V").unwrap(),
+            "10.1.2.3:6379"
+        );
+        assert!(redis_url_addr("redis://:secret@h:6379/", "V").is_err());
+        let (addr, template) =
+            postgres_url_parts("postgres://app:pw@db.internal:5432/app?sslmode=disable").unwrap();
+        assert_eq!(addr, "db.internal:5432");
+        assert_eq!(
+            template.replace("{addr}", "127.0.0.1:1"),
+            "postgres://app:pw@127.0.0.1:1/app?sslmode=disable"
+        );
+    }
+}

@@ -1,0 +1,509 @@
+//! The real world's topology and the operations a scenario's `World` calls.
+//!
+//! ```text
+//!  worker i ──▶ proxy w{i}-redis ─────▶ Redis primary ──┐ (after failover:
+//!                                                       │  the replica)
+//!  worker i ──▶ proxy w{i}-postgres ──▶ PostgreSQL      │
+//!                                                       ▼
+//!  Redis replica ──▶ proxy replication ──▶ Redis primary (REPLICAOF)
+//! ```
+//!
+//! One proxy per worker and path, so a fault hits one worker's traffic; one
+//! proxy on the replication link, so replication can be cut. Faults are
+//! Toxiproxy operations (the embedded server unless configured otherwise):
+//!
+//! | operation | how |
+//! |---|---|
+//! | partition / heal | proxy disabled / enabled: connections closed, new ones refused |
+//! | drop replies | `timeout` toxic downstream, 0 ms: requests arrive and run, replies vanish |
+//! | restore replies | toxic removed, then the proxy bounced: a connection that lost a reply is out of step for good, so it is closed and clients reconnect |
+//! | latency | `latency` toxics on both streams (each way, as in the simulation) |
+//! | stop / restart Redis | the current primary's process or container stopped / started, empty |
+//! | cut / restore replication | the replication proxy disabled / enabled |
+//! | fail over | primary stopped, `REPLICAOF NO ONE` on the replica, every worker's Redis proxy re-pointed at it |
+//!
+//! All operations take `&self` (state changes sit behind locks), so a world
+//! can share one [`RealCluster`] between its driver and its workers.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use redfence_core::PgFencedStore;
+use tokio::sync::Mutex;
+
+use crate::config::{ChaosConfig, ProviderKind, ToxiproxyChoice};
+use crate::error::{ChaosError, Result};
+use crate::faults::{Stream, ToxicSpec, Toxiproxy};
+use crate::provider::{RedisNode, Servers};
+use crate::toxiproxy::EmbeddedToxiproxy;
+use crate::wait::{until_ready, Probe};
+
+/// How long the replica may take to (re)connect and catch up.
+pub const REPLICATION_TIMEOUT_MS: u64 = 30_000;
+/// Timeout of one orchestration Redis command (not a worker's).
+const ADMIN_COMMAND_TIMEOUT_MS: u64 = 5_000;
+/// Most workers one topology gets (two proxies each, each a port).
+pub const WORKERS_MAX: usize = 64;
+
+/// One worker's path: to Redis or to the store.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Path {
+    /// Worker ↔ Redis (follows failover).
+    Redis,
+    /// Worker ↔ PostgreSQL.
+    Postgres,
+}
+
+impl Path {
+    fn suffix(self) -> &'static str {
+        match self {
+            Self::Redis => "redis",
+            Self::Postgres => "postgres",
+        }
+    }
+}
+
+/// The name of a worker's proxy on a path.
+pub fn proxy_name(worker: usize, path: Path) -> String {
+    format!("w{worker}-{}", path.suffix())
+}
+
+/// The replication link's proxy.
+pub const REPLICATION_PROXY: &str = "replication";
+
+/// Mutable state: the servers (stop/start) and which node is primary.
+struct State {
+    servers: Servers,
+    primary: RedisNode,
+}
+
+/// Redis primary + replica and PostgreSQL behind per-worker proxies.
+pub struct RealCluster {
+    state: Mutex<State>,
+    /// The embedded Toxiproxy server, if we run one (kept for its drop).
+    embedded: Option<EmbeddedToxiproxy>,
+    toxiproxy: Toxiproxy,
+    provider: ProviderKind,
+    run_id: String,
+    workers: usize,
+    /// Listen address of each worker's proxies: `[redis, postgres]`.
+    listens: Vec<[String; 2]>,
+    redis_addrs: [Option<String>; 2],
+    postgres_url: String,
+    worker_postgres_urls: Vec<String>,
+}
+
+impl std::fmt::Debug for RealCluster {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RealCluster")
+            .field("provider", &self.provider.name())
+            .field("run_id", &self.run_id)
+            .field("workers", &self.workers)
+            .field("toxiproxy", &self.toxiproxy.addr())
+            .finish()
+    }
+}
+
+/// Runs one command on a Redis node directly (not through a proxy).
+async fn admin_command<T: redis::FromRedisValue>(
+    addr: &str,
+    node: RedisNode,
+    command: redis::Cmd,
+) -> Result<T> {
+    let node_name = node.name();
+    let run = async {
+        let client = redis::Client::open(format!("redis://{addr}/"))?;
+        let mut conn = client.get_multiplexed_async_connection().await?;
+        command.query_async::<T>(&mut conn).await
+    };
+    match tokio::time::timeout(Duration::from_millis(ADMIN_COMMAND_TIMEOUT_MS), run).await {
+        Ok(result) => result.map_err(|source| ChaosError::Redis {
+            node: node_name,
+            source,
+        }),
+        Err(_) => Err(ChaosError::NotReady {
+            server: node_name,
+            waited: Duration::from_millis(ADMIN_COMMAND_TIMEOUT_MS),
+            last_error: "command got no answer".into(),
+        }),
+    }
+}
+
+/// A field of `INFO replication`.
+fn info_field<'a>(info: &'a str, field: &str) -> Option<&'a str> {
+    info.lines()
+        .find_map(|line| line.strip_prefix(field)?.strip_prefix(':'))
+        .map(str::trim)
+}
+
+impl RealCluster {
+    /// Builds a cluster for `workers` workers from the `REDFENCE_*`
+    /// environment (README, "Real-server world").
+    pub async fn start(workers: usize) -> Result<Self> {
+        Self::start_with(&ChaosConfig::from_env()?, workers).await
+    }
+
+    /// Builds a cluster for `workers` workers: servers, proxies, replication
+    /// through its proxy, the database with the core's migrations.
+    pub async fn start_with(config: &ChaosConfig, workers: usize) -> Result<Self> {
+        if workers == 0 || workers > WORKERS_MAX {
+            return Err(ChaosError::BadConfig {
+                var: "workers",
+                value: workers.to_string(),
+                expected: "1 to 64 workers",
+            });
+        }
+        let servers = Servers::start(config).await?;
+        let (embedded, toxiproxy) = match &config.toxiproxy {
+            ToxiproxyChoice::Embedded => {
+                let server = EmbeddedToxiproxy::start()?;
+                let api = Toxiproxy::new(server.addr());
+                (Some(server), api)
+            }
+            ToxiproxyChoice::Running(addr) => {
+                let addr: SocketAddr = addr.parse().map_err(|_| ChaosError::BadConfig {
+                    var: crate::config::ENV_TOXIPROXY_ADDR,
+                    value: addr.clone(),
+                    expected: "ip:port of a running Toxiproxy API",
+                })?;
+                (None, Toxiproxy::new(addr))
+            }
+            ToxiproxyChoice::Container => {
+                return Err(ChaosError::Unsupported {
+                    operation: "REDFENCE_TOXIPROXY=container",
+                    provider: "this build",
+                    why: "no Toxiproxy image is available to test it against; run Toxiproxy \
+                          yourself and set REDFENCE_TOXIPROXY_ADDR, or use the embedded server",
+                })
+            }
+        };
+        toxiproxy.version().await?;
+        let redis_addrs = [
+            servers.redis_addr(RedisNode::Primary),
+            servers.redis_addr(RedisNode::Replica),
+        ];
+        let primary = redis_addrs[0].clone().ok_or_else(|| {
+            ChaosError::toxiproxy("setup", "the provider gave no Redis primary address")
+        })?;
+        let postgres_addr = servers.postgres_addr();
+        let postgres_url = servers.postgres_url_via(&postgres_addr);
+        let run_id = servers.run_id().to_owned();
+        let provider = servers.kind();
+
+        let mut listens = Vec::with_capacity(workers);
+        for worker in 0..workers {
+            let redis = toxiproxy
+                .create_proxy(&proxy_name(worker, Path::Redis), "127.0.0.1:0", &primary)
+                .await?;
+            let postgres = toxiproxy
+                .create_proxy(
+                    &proxy_name(worker, Path::Postgres),
+                    "127.0.0.1:0",
+                    &postgres_addr,
+                )
+                .await?;
+            listens.push([redis.listen, postgres.listen]);
+        }
+        let worker_postgres_urls = listens
+            .iter()
+            .map(|[_, postgres]| servers.postgres_url_via(postgres))
+            .collect();
+        let cluster = Self {
+            state: Mutex::new(State {
+                servers,
+                primary: RedisNode::Primary,
+            }),
+            embedded,
+            toxiproxy,
+            provider,
+            run_id,
+            workers,
+            listens,
+            redis_addrs,
+            postgres_url,
+            worker_postgres_urls,
+        };
+        if let Some(replica) = &cluster.redis_addrs[1] {
+            let link = cluster
+                .toxiproxy
+                .create_proxy(REPLICATION_PROXY, "127.0.0.1:0", &primary)
+                .await?;
+            let (host, port) = link
+                .listen
+                .rsplit_once(':')
+                .ok_or_else(|| ChaosError::toxiproxy("replication proxy", "bad listen address"))?;
+            let mut replicaof = redis::cmd("REPLICAOF");
+            replicaof.arg(host).arg(port);
+            admin_command::<()>(replica, RedisNode::Replica, replicaof).await?;
+        }
+        PgFencedStore::connect(&cluster.postgres_url)
+            .await
+            .map_err(|e| ChaosError::Postgres(format!("migrations: {e}")))?
+            .pool()
+            .close()
+            .await;
+        if cluster.redis_addrs[1].is_some() {
+            cluster.wait_for_replication(REPLICATION_TIMEOUT_MS).await?;
+        }
+        Ok(cluster)
+    }
+
+    /// Which provider runs the servers.
+    pub fn provider(&self) -> ProviderKind {
+        self.provider
+    }
+
+    /// This run's id (containers carry it as label `redfence.run`).
+    pub fn run_id(&self) -> &str {
+        &self.run_id
+    }
+
+    /// How many workers the topology has proxies for.
+    pub fn workers(&self) -> usize {
+        self.workers
+    }
+
+    /// The Toxiproxy API in use (for direct `toxiproxy_rust` calls).
+    pub fn toxiproxy(&self) -> &Toxiproxy {
+        &self.toxiproxy
+    }
+
+    /// Whether the Toxiproxy server is ours (embedded) rather than external.
+    pub fn toxiproxy_is_embedded(&self) -> bool {
+        self.embedded.is_some()
+    }
+
+    fn listen(&self, worker: usize, path: Path) -> Result<&str> {
+        let listens = self.listens.get(worker).ok_or(ChaosError::NoSuchWorker {
+            worker,
+            workers: self.workers,
+        })?;
+        Ok(match path {
+            Path::Redis => &listens[0],
+            Path::Postgres => &listens[1],
+        })
+    }
+
+    fn proxy(&self, worker: usize, path: Path) -> Result<String> {
+        self.listen(worker, path)?;
+        Ok(proxy_name(worker, path))
+    }
+
+    /// `redis://…/` of worker `worker`'s Redis proxy (follows failover).
+    pub fn worker_redis_url(&self, worker: usize) -> Result<String> {
+        Ok(format!("redis://{}/", self.listen(worker, Path::Redis)?))
+    }
+
+    /// `postgres://…` of worker `worker`'s store proxy.
+    pub fn worker_postgres_url(&self, worker: usize) -> Result<String> {
+        self.listen(worker, Path::Postgres)?;
+        Ok(self.worker_postgres_urls[worker].clone())
+    }
+
+    /// The database, directly (ground truth: bypasses every proxy).
+    pub fn postgres_url(&self) -> &str {
+        &self.postgres_url
+    }
+
+    /// `redis://…/` of a node, directly (ground truth); `None` for an
+    /// external setup without a replica.
+    pub fn redis_node_url(&self, node: RedisNode) -> Option<String> {
+        self.redis_addrs[node.index()]
+            .as_ref()
+            .map(|addr| format!("redis://{addr}/"))
+    }
+
+    /// The node the workers' Redis proxies point at now.
+    pub async fn current_primary(&self) -> RedisNode {
+        self.state.lock().await.primary
+    }
+
+    fn node_addr(&self, node: RedisNode) -> Result<&str> {
+        self.redis_addrs[node.index()]
+            .as_deref()
+            .ok_or(ChaosError::Unsupported {
+                operation: "replication and failover",
+                provider: "external",
+                why: "no replica: set REDFENCE_CHAOS_REDIS_REPLICA_URL",
+            })
+    }
+
+    /// Cuts worker `worker` off from `path`: its proxy goes down (live
+    /// connections closed, new ones refused).
+    pub async fn partition(&self, worker: usize, path: Path) -> Result<()> {
+        self.toxiproxy
+            .set_enabled(&self.proxy(worker, path)?, false)
+            .await
+    }
+
+    /// Ends a partition.
+    pub async fn heal(&self, worker: usize, path: Path) -> Result<()> {
+        self.toxiproxy
+            .set_enabled(&self.proxy(worker, path)?, true)
+            .await
+    }
+
+    /// Requests from worker `worker` on `path` arrive and run; the replies
+    /// are dropped (connections stay open: the client times out).
+    ///
+    /// With the embedded server, installing the fault closes the path's
+    /// live connections (a toxic change restarts the proxy: see
+    /// `toxiproxy::registry`), so the lost reply hits requests sent on a
+    /// connection opened afterwards. A client whose connect waits for an
+    /// answer (PostgreSQL's startup; redis-rs's `CLIENT SETINFO`, unless
+    /// skipped) cannot open one: the path is then as good as cut.
+    pub async fn drop_replies(&self, worker: usize, path: Path) -> Result<()> {
+        let toxic = ToxicSpec::Timeout {
+            stream: Stream::Downstream,
+            timeout_ms: 0,
+        };
+        self.toxiproxy
+            .add_toxic(&self.proxy(worker, path)?, toxic)
+            .await
+    }
+
+    /// Replies flow again. Connections that lost a reply are closed (a
+    /// RESP or Postgres connection that lost a reply is out of step for
+    /// good), so clients reconnect.
+    pub async fn restore_replies(&self, worker: usize, path: Path) -> Result<()> {
+        let proxy = self.proxy(worker, path)?;
+        let toxic = ToxicSpec::Timeout {
+            stream: Stream::Downstream,
+            timeout_ms: 0,
+        };
+        self.toxiproxy
+            .remove_toxic(&proxy, &toxic.toxic_name())
+            .await?;
+        self.toxiproxy.set_enabled(&proxy, false).await?;
+        self.toxiproxy.set_enabled(&proxy, true).await
+    }
+
+    /// Sets the added latency on worker `worker`'s `path`, each way
+    /// (a round trip gains twice `latency_ms`); 0 removes it.
+    pub async fn set_latency(&self, worker: usize, path: Path, latency_ms: u32) -> Result<()> {
+        let proxy = self.proxy(worker, path)?;
+        for stream in [Stream::Upstream, Stream::Downstream] {
+            let toxic = ToxicSpec::Latency {
+                stream,
+                latency_ms,
+                jitter_ms: 0,
+            };
+            self.toxiproxy
+                .remove_toxic(&proxy, &toxic.toxic_name())
+                .await?;
+            if latency_ms > 0 {
+                self.toxiproxy.add_toxic(&proxy, toxic).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Stops the current primary (its data is lost: no persistence).
+    pub async fn stop_redis(&self) -> Result<()> {
+        let mut state = self.state.lock().await;
+        let primary = state.primary;
+        state.servers.stop_redis(primary).await
+    }
+
+    /// Starts the current primary again, empty, on the same address.
+    pub async fn restart_redis(&self) -> Result<()> {
+        let mut state = self.state.lock().await;
+        let primary = state.primary;
+        state.servers.start_redis(primary).await
+    }
+
+    /// Writes stop reaching the replica (its link's proxy goes down).
+    pub async fn cut_replication(&self) -> Result<()> {
+        self.node_addr(RedisNode::Replica)?;
+        self.toxiproxy.set_enabled(REPLICATION_PROXY, false).await
+    }
+
+    /// The replication link comes back; the replica reconnects and catches
+    /// up (see [`Self::wait_for_replication`]).
+    pub async fn restore_replication(&self) -> Result<()> {
+        self.node_addr(RedisNode::Replica)?;
+        self.toxiproxy.set_enabled(REPLICATION_PROXY, true).await
+    }
+
+    /// Waits until the replica's link is up and it has everything the
+    /// primary wrote (its offset reached the primary's).
+    pub async fn wait_for_replication(&self, timeout_ms: u64) -> Result<()> {
+        let primary = self.node_addr(RedisNode::Primary)?.to_owned();
+        let replica = self.node_addr(RedisNode::Replica)?.to_owned();
+        until_ready("replication", timeout_ms, || {
+            let (primary, replica) = (primary.clone(), replica.clone());
+            async move {
+                let info = |addr: String, node| async move {
+                    let mut cmd = redis::cmd("INFO");
+                    cmd.arg("replication");
+                    admin_command::<String>(&addr, node, cmd)
+                        .await
+                        .map_err(|e| Probe::NotYet(e.to_string()))
+                };
+                let p = info(primary, RedisNode::Primary).await?;
+                let r = info(replica, RedisNode::Replica).await?;
+                let link = info_field(&r, "master_link_status").unwrap_or("none");
+                let wrote: u64 = info_field(&p, "master_repl_offset")
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(0);
+                let has: u64 = info_field(&r, "slave_repl_offset")
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(0);
+                if link == "up" && has >= wrote {
+                    Ok(())
+                } else {
+                    Err(Probe::NotYet(format!(
+                        "link {link}, replica at {has} of {wrote}"
+                    )))
+                }
+            }
+        })
+        .await
+    }
+
+    /// Fails over for real: stops the primary, promotes the replica
+    /// (`REPLICAOF NO ONE`) and re-points every worker's Redis proxy at it
+    /// (their live connections are closed; clients reconnect to the new
+    /// primary). What the replica had not received is lost, as in
+    /// production. With the external provider the old primary cannot be
+    /// stopped; it is left running but no worker reaches it any more.
+    pub async fn fail_over(&self) -> Result<()> {
+        let replica = self.node_addr(RedisNode::Replica)?.to_owned();
+        let mut state = self.state.lock().await;
+        if state.primary == RedisNode::Replica {
+            return Err(ChaosError::Unsupported {
+                operation: "a second failover",
+                provider: self.provider.name(),
+                why: "the replica is already the primary; there is no other replica",
+            });
+        }
+        if self.provider != ProviderKind::External {
+            state.servers.stop_redis(RedisNode::Primary).await?;
+        }
+        self.toxiproxy.set_enabled(REPLICATION_PROXY, false).await?;
+        let mut promote = redis::cmd("REPLICAOF");
+        promote.arg("NO").arg("ONE");
+        admin_command::<()>(&replica, RedisNode::Replica, promote).await?;
+        for worker in 0..self.workers {
+            self.toxiproxy
+                .set_upstream(&proxy_name(worker, Path::Redis), &replica)
+                .await?;
+        }
+        state.primary = RedisNode::Replica;
+        Ok(())
+    }
+
+    /// Removes every toxic and brings every proxy up (not the servers).
+    pub async fn reset_faults(&self) -> Result<()> {
+        self.toxiproxy.reset().await
+    }
+
+    /// Stops everything and waits for it: proxies, servers, containers.
+    pub async fn shutdown(self) {
+        let Self {
+            state, embedded, ..
+        } = self;
+        drop(embedded);
+        state.into_inner().servers.shutdown().await;
+    }
+}
