@@ -1,0 +1,159 @@
+//! The container provider with the image `scripts/images` builds, and the
+//! proof that no container outlives its run: after shutdown, after a panic
+//! while a cluster is held, and after its creating process died (reaper).
+//!
+//! Needs a Docker engine and the local image; without them these tests fail
+//! with the error saying what to do (CI has Docker; scripts/test builds the
+//! image first). Nothing is skipped.
+
+mod common;
+
+use std::time::Duration;
+
+use common::call;
+use redfence_chaos::provider::containers::docker;
+use redfence_chaos::reaper::{self, LABEL_CREATOR, LABEL_OWNER, LABEL_RUN, OWNER_VALUE};
+use redfence_chaos::{ChaosConfig, Path, ProviderKind, RealCluster, RedisNode};
+
+async fn container_cluster(workers: usize) -> RealCluster {
+    RealCluster::start_with(&ChaosConfig::containers_local_image(), workers)
+        .await
+        .unwrap_or_else(|e| panic!("container cluster (run scripts/images first): {e}"))
+}
+
+async fn containers_of(run: &str) -> usize {
+    let docker = docker().await.expect("docker");
+    reaper::list_ours(&docker, Some(run))
+        .await
+        .expect("list")
+        .len()
+}
+
+#[tokio::test]
+async fn container_cluster_serves_faults_and_fails_over_then_leaves_nothing() {
+    let cluster = container_cluster(2).await;
+    assert_eq!(cluster.provider(), ProviderKind::Containers);
+    let run = cluster.run_id().to_owned();
+    assert_eq!(containers_of(&run).await, 3, "primary, replica, postgres");
+
+    let w0 = cluster.worker_redis_url(0).unwrap();
+    assert_eq!(call(&w0, "SET k v").await.unwrap(), "+OK\r\n");
+    cluster
+        .wait_for_replication(10_000)
+        .await
+        .expect("replica in sync");
+    let replica = cluster.redis_node_url(RedisNode::Replica).unwrap();
+    assert_eq!(call(&replica, "GET k").await.unwrap(), "$1\r\nv\r\n");
+    let mut conn = common::pg(&cluster.worker_postgres_url(1).unwrap())
+        .await
+        .expect("pg");
+    sqlx::Executor::execute(&mut conn, "SELECT 1 FROM resource_guards")
+        .await
+        .expect("migrated");
+
+    cluster.partition(0, Path::Redis).await.unwrap();
+    assert!(common::Raw::connect(&w0).await.is_err());
+    cluster.heal(0, Path::Redis).await.unwrap();
+
+    cluster.stop_redis().await.unwrap();
+    assert!(
+        call(&cluster.redis_node_url(RedisNode::Primary).unwrap(), "PING")
+            .await
+            .is_err()
+    );
+    cluster.restart_redis().await.unwrap();
+    assert_eq!(
+        call(&w0, "GET k").await.unwrap(),
+        "$-1\r\n",
+        "restarted empty"
+    );
+
+    cluster
+        .wait_for_replication(15_000)
+        .await
+        .expect("replica resynced from the empty primary");
+    assert_eq!(call(&w0, "SET after v2").await.unwrap(), "+OK\r\n");
+    cluster.wait_for_replication(10_000).await.unwrap();
+    cluster.fail_over().await.unwrap();
+    assert_eq!(
+        call(&w0, "GET after").await.unwrap(),
+        "$2\r\nv2\r\n",
+        "served by the promoted replica"
+    );
+    assert!(call(&replica, "INFO replication")
+        .await
+        .unwrap()
+        .contains("role:master"));
+
+    cluster.shutdown().await;
+    assert_eq!(
+        containers_of(&run).await,
+        0,
+        "shutdown removed every container"
+    );
+}
+
+#[test]
+fn a_panic_while_holding_a_cluster_leaves_no_container() {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let holder = std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async move {
+            let cluster = container_cluster(1).await;
+            tx.send(cluster.run_id().to_owned()).unwrap();
+            panic!("a test failing while it holds a cluster");
+        })
+    });
+    let run = rx
+        .recv_timeout(Duration::from_secs(120))
+        .expect("cluster started");
+    assert!(holder.join().is_err(), "the holder panicked");
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    assert_eq!(
+        runtime.block_on(containers_of(&run)),
+        0,
+        "drop during unwinding removed them"
+    );
+}
+
+/// `docker run -d` of a sleeping container with our labels.
+fn labelled_container(run: &str, creator: &str) -> String {
+    let output = std::process::Command::new("docker")
+        .args(["run", "-d", "--network", "none"])
+        .args(["--label", &format!("{LABEL_OWNER}={OWNER_VALUE}")])
+        .args(["--label", &format!("{LABEL_RUN}={run}")])
+        .args(["--label", &format!("{LABEL_CREATOR}={creator}")])
+        .args([redfence_chaos::config::LOCAL_IMAGE, "sleep", "300"])
+        .output()
+        .expect("docker client");
+    assert!(
+        output.status.success(),
+        "docker run: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).trim().to_owned()
+}
+
+#[tokio::test]
+async fn the_next_start_reaps_containers_of_dead_runs_only() {
+    // A run whose process is gone: a child that has exited.
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let dead = format!("{}:{}", child.id(), 1);
+    child.wait().unwrap();
+    let run = uuid::Uuid::new_v4().simple().to_string();
+    labelled_container(&run, &dead);
+    labelled_container(&run, &reaper::own_identity());
+    assert_eq!(containers_of(&run).await, 2);
+
+    let docker = docker().await.unwrap();
+    let reaped = reaper::reap_orphans(&docker).await.unwrap();
+    assert!(reaped >= 1, "the dead run's container was reaped");
+    let left = reaper::list_ours(&docker, Some(&run)).await.unwrap();
+    assert_eq!(left.len(), 1, "the live process's container stays");
+    assert_eq!(left[0].1[LABEL_CREATOR], reaper::own_identity());
+    reaper::remove(&docker, &left[0].0).await.unwrap();
+    assert_eq!(containers_of(&run).await, 0);
+}
