@@ -5,6 +5,10 @@
 test *ARGS:
     scripts/test {{ARGS}}
 
+# The local container image the chaos crate's container provider runs
+images:
+    scripts/images
+
 # Benchmarks against the same throwaway servers
 bench:
     scripts/with-services cargo bench -p redfence-core
