@@ -262,8 +262,15 @@ pub enum FenceOutcome {
 pub struct FaultRecord {
     /// When it was injected.
     pub at_ms: u64,
-    /// What it was, in words (e.g. "pause w1 for 12000 ms").
+    /// What it was, in words (e.g. "pause w1").
     pub what: String,
+    /// The worker it hit, if it hit one.
+    #[serde(default)]
+    pub worker: Option<String>,
+    /// Whether it crashed that worker for good (the checker excuses a
+    /// crashed worker from having to acquire).
+    #[serde(default)]
+    pub crash: bool,
 }
 
 /// Why a history is not well-formed (and so cannot be judged).
@@ -627,6 +634,20 @@ impl HistoryBuilder {
         self.history.faults.push(FaultRecord {
             at_ms,
             what: what.to_owned(),
+            worker: None,
+            crash: false,
+        });
+        self
+    }
+
+    /// Records that `worker` crashed for good at `at_ms`.
+    pub fn crash(mut self, at_ms: u64, worker: &str) -> Self {
+        self.history.end_ms = self.history.end_ms.max(at_ms);
+        self.history.faults.push(FaultRecord {
+            at_ms,
+            what: format!("crash {worker}"),
+            worker: Some(worker.to_owned()),
+            crash: true,
         });
         self
     }

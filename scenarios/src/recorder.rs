@@ -10,7 +10,7 @@
 use std::sync::{Arc, Mutex};
 
 use crate::history::{FaultRecord, OkValue, Op, OpKind, Outcome, OPS_MAX};
-use crate::world::Clock;
+use crate::world::{worker_name, Clock, Fault};
 
 /// Why an op that never completed is indeterminate.
 pub const NO_ANSWER: &str = "no answer before the worker stopped or the run ended";
@@ -95,9 +95,14 @@ impl Recorder {
         self.complete(op, Outcome::Ok(OkValue::Reported));
     }
 
-    /// Records a fault injected at `at_ms`.
-    pub fn fault(&self, at_ms: u64, what: String) {
-        self.lock().faults.push(FaultRecord { at_ms, what });
+    /// Records `fault`, injected at `at_ms`.
+    pub fn fault(&self, at_ms: u64, fault: &Fault) {
+        self.lock().faults.push(FaultRecord {
+            at_ms,
+            what: fault.describe(),
+            worker: fault.worker().map(worker_name),
+            crash: matches!(fault, Fault::CrashWorker(_)),
+        });
     }
 
     /// How many ops were refused past the bound.

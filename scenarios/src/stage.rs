@@ -198,7 +198,7 @@ impl<'w> Stage<'w> {
     /// Injects `fault` now and records it.
     pub fn fault(&mut self, fault: Fault) -> Result<(), WorldError> {
         self.world.inject(&fault)?;
-        self.recorder.fault(self.world.now_ms(), fault.describe());
+        self.recorder.fault(self.world.now_ms(), &fault);
         Ok(())
     }
 

@@ -424,6 +424,40 @@ fn unlock_safety_catches_get_then_del() {
     assert_eq!(verdict.slice.op_ids, [2]);
 }
 
+/// The reference with the store's fence counter: the lease is taken, the
+/// fence source times out, and the library gives the lease back before the
+/// acquire answers "failed" — its own key, inside its own acquire. Found by
+/// `redfence explore` before this rule knew about it.
+#[test]
+fn unlock_safety_allows_a_failed_acquire_to_give_back_its_own_lease() {
+    let failed_acquire = |b: HistoryBuilder, deleted: &str| {
+        b.op(
+            "w1",
+            Some("o1"),
+            OpKind::Acquire,
+            736,
+            Some(920),
+            Outcome::Fail("fence source failed: store operation timed out".into()),
+        ) // op 1
+        .set(740, "o1")
+        .deleted(910, deleted)
+        .end(2_000)
+        .build()
+    };
+    let history = failed_acquire(builder(), "o1");
+    assert_status(&judge(&history, Property::UnlockSafety), Status::Held);
+    // The give-back timed out inside the library and landed after the
+    // acquire answered (seen with 151 ms of latency): still its own key.
+    let mut late = history.clone();
+    late.ops[0].complete_ms = Some(900);
+    assert_status(&judge(&late, Property::UnlockSafety), Status::Held);
+    // A successful acquire is no cleanup window: the deletion of its own
+    // key outside a release is still unexplained.
+    let mut history = history;
+    history.ops[0].outcome = Outcome::Ok(OkValue::Acquired { fence: Some(1) });
+    assert_status(&judge(&history, Property::UnlockSafety), Status::Violated);
+}
+
 #[test]
 fn unlock_safety_allows_a_replica_catching_up_after_the_release() {
     let record = |at_ms, server: &str, change| OwnershipRecord {
@@ -531,6 +565,22 @@ fn renewal_safety_catches_a_stale_renew_when_the_victim_releases_first() {
     let mut refused = history.clone();
     refused.ops[2].outcome = Outcome::Ok(OkValue::RenewLost);
     assert_status(&judge(&refused, Property::RenewalSafety), Status::Held);
+}
+
+/// The reference with the store's fence counter, partitioned from Redis
+/// mid-acquire: the lease is set, the confirming renew is held up by the
+/// partition, the library gives up ("contended"), and when the partition
+/// heals the held renew runs and extends its own key. Found by `redfence
+/// explore`; the owner's own acquire explains the extension.
+#[test]
+fn renewal_safety_allows_a_given_up_acquire_whose_renew_lands_late() {
+    let history = builder()
+        .contended("w2", "o1", (717, 1_050)) // op 1
+        .set(720, "o1")
+        .expired(2_220, "o1")
+        .end(3_000)
+        .build();
+    assert_status(&judge(&history, Property::RenewalSafety), Status::Held);
 }
 
 /// unbounded-renewal: the keeper never stops renewing.
@@ -818,6 +868,21 @@ fn fail_closed_catches_a_lock_left_by_a_failed_acquire() {
     let history = failed(builder()).deleted(40, "o1").end(2_000).build();
     assert_status(&judge(&history, Property::FailClosed), Status::Held);
 
+    // Expired before the failure was answered (the client was paused past
+    // its lease, then its fence source failed): nothing was left behind.
+    // Found by `redfence explore` against the reference.
+    let mut history = failed(builder()).expired(1_003, "o1").end(2_000).build();
+    history.ops[0].complete_ms = Some(1_020);
+    assert_status(&judge(&history, Property::FailClosed), Status::Held);
+
+    // After an injected fault the give-back may not have got through: not
+    // judged.
+    let history = failed(builder().fault(1, "partition w1 from redis"))
+        .expired(1_003, "o1")
+        .end(2_000)
+        .build();
+    assert_status(&judge(&history, Property::FailClosed), Status::Held);
+
     // Without the ownership log the rule cannot see the lock.
     let mut history = failed(builder()).expired(1_003, "o1").end(2_000).build();
     history.redis_truth = None;
@@ -974,6 +1039,28 @@ fn bounded_liveness_catches_a_starved_contender() {
         &judge(&history, Property::BoundedLiveness),
         Status::Violated,
     );
+}
+
+/// A worker that failed a job, kept contending and then crashed between
+/// attempts (every op answered) is not starved: it is dead. Found by
+/// `redfence explore` against the reference.
+#[test]
+fn bounded_liveness_excuses_a_worker_crashed_between_attempts() {
+    let starved = || {
+        builder()
+            .acquired("w1", "o1", (0, 5), 1)
+            .set(3, "o1")
+            .contended("w2", "o2", (100, 105))
+            .report("w2", Some("j2"), REPORT_FAILED, 200)
+            .contended("w2", "o3", (300, 305))
+            .released("w1", "o1", (900, 905), true)
+            .deleted(903, "o1")
+    };
+    let crashed = starved().crash(400, "w2").end(1_000).build();
+    assert_status(&judge(&crashed, Property::BoundedLiveness), Status::Held);
+    // Some other fault on w2 excuses nothing.
+    let paused = starved().fault(400, "pause w2").end(1_000).build();
+    assert_status(&judge(&paused, Property::BoundedLiveness), Status::Violated);
 }
 
 #[test]

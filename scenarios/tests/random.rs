@@ -265,6 +265,8 @@ fn arbitrary_history() -> impl Strategy<Value = History> {
             faults: vec![FaultRecord {
                 at_ms: 5,
                 what: "pause w1".into(),
+                worker: Some("w1".into()),
+                crash: false,
             }],
             end_ms,
         })

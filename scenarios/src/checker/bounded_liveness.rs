@@ -8,8 +8,10 @@
 //!    answered `Acquired`, or have a last `Report` (by invoke time) whose
 //!    outcome is not `failed` — `retry-later` is a bounded give-up the queue
 //!    retries, `already-done`/`ownership-lost`/`success` are decisions. A
-//!    worker whose last op never completed is excused: it crashed, or the run
-//!    ended while it waited, and faults do not name workers. So this rule
+//!    worker whose last op never completed is excused (it crashed, or the
+//!    run ended while it waited), and so is a worker a recorded fault
+//!    crashed (it may have died between attempts, with every op answered).
+//!    So this rule
 //!    catches contenders that end up failing or fall silent after finishing
 //!    every op; a lock that is never freed is caught by rule 2.
 //! 2. **No lock outlives its bound** (from the Redis ownership log). Each
@@ -88,6 +90,13 @@ fn contenders_decided(history: &History, violations: &mut Vec<(String, HistorySl
             continue;
         }
         if ops.last().is_some_and(|op| op.complete_ms.is_none()) {
+            continue;
+        }
+        let crashed = history
+            .faults
+            .iter()
+            .any(|f| f.crash && f.worker.as_deref() == Some(*worker));
+        if crashed {
             continue;
         }
         let report = ops.iter().rev().find_map(|op| match &op.kind {

@@ -13,10 +13,18 @@
 //! A second rule reads the Redis ownership log: **a failed acquire leaves no
 //! lock behind.** A holding whose owner token's every acquire ended in a
 //! definite `Fail` — the client was told "no" and walked away — must not
-//! run out by expiry or last to the end of the run: a protocol that sets the
-//! lock and then fails (for example, asking for the fence after taking the
-//! lock) blocks every contender for a whole lease with a lock nobody holds.
-//! A holding that ended by deletion was cleaned up and is fine. Without the
+//! outlive that answer (by more than the tolerance) and then run out by
+//! expiry or last to the end of the run: a protocol that sets the lock and
+//! then fails (for example, asking for the fence after taking the lock)
+//! blocks every contender for a whole lease with a lock nobody holds. A
+//! holding that ended by deletion was cleaned up and is fine (so is one
+//! whose server died, on any server: a replica's leftover copy of a key the
+//! primary lost proves nothing about the client); one that
+//! expired before the failure was answered (the client was paused, say)
+//! left nothing behind by walking away. Only acquires answered before the
+//! run's first injected fault are judged: once faults fly, a best-effort
+//! give-back can fail to get through for any protocol, and that is not a
+//! design that walks away from its lock. Without the
 //! ownership log this rule is skipped (the verdict says so).
 
 use std::collections::BTreeMap;
@@ -104,14 +112,46 @@ fn orphan_lock(history: &History) -> Option<Verdict> {
             acquires.entry(owner).or_default().push(op);
         }
     }
-    let mut orphans = holdings(log).into_iter().filter(|holding| {
-        let failed_only = acquires
-            .get(holding.owner.as_str())
-            .is_some_and(|ops| ops.iter().all(|op| matches!(op.outcome, Outcome::Fail(_))));
-        let cleaned = holding
-            .end
-            .is_some_and(|(_, index)| matches!(log[index].change, OwnershipChange::Deleted { .. }));
-        failed_only && !cleaned
+    let tolerance_ms = history.limits.tolerance_ms;
+    // Under an injected fault a best-effort give-back may not get through
+    // (Redis down, replies lost, the client paused); only the healthy path
+    // shows a protocol that leaves its lock behind by design.
+    let first_fault_ms = history
+        .faults
+        .iter()
+        .map(|f| f.at_ms)
+        .min()
+        .unwrap_or(u64::MAX);
+    let all = holdings(log);
+    // A key that was deleted (the client's own clean-up) or lost with its
+    // server on any server is not the client's doing; a replica's leftover
+    // copy then proves nothing.
+    let mut ended_by_others: BTreeMap<&str, bool> = BTreeMap::new();
+    for holding in &all {
+        let gone = holding.end.is_some_and(|(_, index)| {
+            matches!(
+                log[index].change,
+                OwnershipChange::Deleted { .. } | OwnershipChange::Lost { .. }
+            )
+        });
+        *ended_by_others.entry(holding.owner.as_str()).or_default() |= gone;
+    }
+    let mut orphans = all.iter().filter(|holding| {
+        let Some(ops) = acquires.get(holding.owner.as_str()) else {
+            return false;
+        };
+        let failed_only = ops.iter().all(|op| matches!(op.outcome, Outcome::Fail(_)));
+        let cleaned = ended_by_others[holding.owner.as_str()];
+        let answered_ms = ops
+            .iter()
+            .filter_map(|op| op.complete_ms)
+            .max()
+            .unwrap_or(0);
+        if answered_ms >= first_fault_ms {
+            return false;
+        }
+        let until_ms = holding.end.map_or(history.end_ms, |(at_ms, _)| at_ms);
+        failed_only && !cleaned && until_ms > answered_ms.saturating_add(tolerance_ms)
     });
     let holding = orphans.next()?;
     let others = orphans.count();

@@ -6,8 +6,12 @@
 //! 1. **No extending another owner's key** (from the Redis ownership log).
 //!    When owner `X`'s key expires at `t`, `X` was entitled to it until
 //!    `max(set, last own extension) + lease + tolerance`, where an own
-//!    extension is an `Acquire` or `Renew` by token `X` invoked by `t` that
-//!    was confirmed or is indeterminate (its command may have run), timed at
+//!    extension is any `Acquire` by token `X` (a library may set, confirm
+//!    and give back a lease inside one acquire that answers "contended"), or
+//!    a `Renew` by `X` that was confirmed or is indeterminate (its command
+//!    may have run), invoked by `t`; an acquire that did not answer
+//!    "acquired" may have left commands in flight and counts as unanswered;
+//!    each is timed at
 //!    its completion, the latest moment its command can have run (or `t` if
 //!    it never completed). A key that outlives that was extended by someone
 //!    else. Only expiries show a deadline, so a key deleted or overwritten
@@ -73,14 +77,17 @@ pub(super) fn check(history: &History) -> Verdict {
     }
 }
 
-/// Whether `op` may have extended its owner's key: an acquire or renew the
-/// server confirmed, or whose answer never arrived.
+/// Whether `op` may have extended its owner's key: any acquire (whatever
+/// it answered: a library that took the lease and then could not use it —
+/// its fence source failed, its confirming renew timed out — answers
+/// "contended" or "failed" after commands that set or extended its own
+/// key), and a renew the server confirmed or whose answer never arrived.
 fn may_extend(op: &Op) -> bool {
     matches!(
         (&op.kind, &op.outcome),
-        (OpKind::Acquire, Outcome::Ok(OkValue::Acquired { .. }))
+        (OpKind::Acquire, _)
             | (OpKind::Renew, Outcome::Ok(OkValue::Renewed))
-            | (OpKind::Acquire | OpKind::Renew, Outcome::Indeterminate(_))
+            | (OpKind::Renew, Outcome::Indeterminate(_))
     )
 }
 
@@ -111,7 +118,16 @@ fn no_foreign_extension(
             .into_iter()
             .flatten()
             .filter(|op| op.invoke_ms <= expired_ms)
-            .map(|op| op.complete_ms.unwrap_or(expired_ms).min(expired_ms))
+            .map(|op| {
+                // An acquire that gave up inside the library (answered
+                // anything but "acquired") may have left commands in flight
+                // — a confirming renew held up by a partition runs when it
+                // heals — so, like an unanswered op, it may have extended
+                // the key at any time up to the expiry.
+                let gave_up = op.kind == OpKind::Acquire && op.acquired_fence().is_none();
+                let at_ms = if gave_up { None } else { op.complete_ms };
+                at_ms.unwrap_or(expired_ms).min(expired_ms)
+            })
             .max();
         let base_ms = own_last_ms.unwrap_or(0).max(holding.start_ms);
         let entitled_ms = base_ms

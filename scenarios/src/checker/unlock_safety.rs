@@ -3,7 +3,13 @@
 //! Decided from the Redis ownership log: every `Deleted { owner: X }` must
 //! fall inside a `Release` op of owner token `X`, within
 //! `[invoke_ms, complete_ms]` (or `end_ms` if the release never completed —
-//! its command may still have run). One exception keeps replication honest:
+//! its command may still have run). An acquire of `X` that did not answer
+//! "acquired" counts as such a window too: a protocol that took the lease but
+//! could not use it (its fence source failed, its reply was garbled) gives it
+//! back before it answers, and that deletes only `X`'s own key; the window
+//! runs a lease past the answer, because the give-back may still be in flight
+//! when the library's own timeout makes it answer. One
+//! exception keeps replication honest:
 //! a replica that deletes its copy of `X`'s key after `X`'s holding of that
 //! key already ended on another server (at or before the deletion) is
 //! catching up, not unlocking. Without the log the verdict is `Undecided`:
@@ -28,7 +34,10 @@ pub(super) fn check(history: &History) -> Verdict {
         );
     };
     let mut releases: BTreeMap<&str, Vec<&Op>> = BTreeMap::new();
-    for op in history.ops.iter().filter(|op| op.kind == OpKind::Release) {
+    let own_cleanup = |op: &&Op| {
+        op.kind == OpKind::Release || (op.kind == OpKind::Acquire && op.acquired_fence().is_none())
+    };
+    for op in history.ops.iter().filter(own_cleanup) {
         if let Some(owner) = op.owner.as_deref() {
             releases.entry(owner).or_default().push(op);
         }
@@ -54,8 +63,18 @@ pub(super) fn check(history: &History) -> Verdict {
         };
         deletions_count += 1;
         let released_by_owner = releases.get(owner.as_str()).is_some_and(|ops| {
-            ops.iter()
-                .any(|op| op.invoke_ms <= record.at_ms && record.at_ms <= op.end_or(history.end_ms))
+            ops.iter().any(|op| {
+                // A failed acquire's give-back may still be in flight when
+                // the acquire answers (its own timeout ran out); it can land
+                // until the lease would have ended anyway.
+                let slack_ms = if op.kind == OpKind::Acquire {
+                    history.limits.lease_ms
+                } else {
+                    0
+                };
+                let until_ms = op.end_or(history.end_ms).saturating_add(slack_ms);
+                op.invoke_ms <= record.at_ms && record.at_ms <= until_ms
+            })
         });
         if released_by_owner {
             continue;
