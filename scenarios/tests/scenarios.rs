@@ -1,0 +1,356 @@
+//! Every scenario in the simulation: the reference protocol passes on every
+//! seed, and each mutant the scenario promises to catch (see
+//! `redfence_scenarios::mutation::CATCHES`) is caught — its promised property
+//! reported `Violated` by the checker — on some seed. So no property here is
+//! only ever seen passing.
+//!
+//! One test per scenario, named after it (kebab → snake case), so a failure
+//! names its scenario and `cargo test --test scenarios stale_worker_pause`
+//! runs one. Every failure prints the line that replays it; setting
+//! `REDFENCE_SEED` (and, for `random_faults`, `REDFENCE_SCHEDULE`) runs
+//! exactly that seed. `REDFENCE_SEEDS` raises the seed count for a deeper
+//! local sweep (`redfence run` is the tool for deep sweeps).
+
+use std::sync::Arc;
+
+use redfence_scenarios::catalog::{self, hotspot_load};
+use redfence_scenarios::explore::{explore, Budget, RandomFaults, Schedule};
+use redfence_scenarios::mutation::CATCHES;
+use redfence_scenarios::protocols::{self, Reference};
+use redfence_scenarios::run::{run_one, RunRecord, REPLAY_SCHEDULE_ENV, REPLAY_SEED_ENV};
+use redfence_scenarios::sim_world::SimWorlds;
+use redfence_scenarios::sweep::{sweep, CellStatus, SweepPlan};
+use redfence_scenarios::timeline::timeline;
+use redfence_scenarios::Status;
+
+/// Seeds per scenario for the reference (enough to cover the timing spread
+/// of jitter and latency, small enough for a debug build).
+const SEEDS_DEFAULT: u64 = 12;
+
+/// Seeds a promised mutant gets before it counts as missed.
+const CATCH_SEEDS_MAX: u64 = 20;
+
+fn seeds() -> Vec<u64> {
+    if let Ok(seed) = std::env::var(REPLAY_SEED_ENV) {
+        let seed = seed
+            .parse()
+            .unwrap_or_else(|_| panic!("{REPLAY_SEED_ENV}={seed:?} is not a seed (u64)"));
+        return vec![seed];
+    }
+    let count = std::env::var("REDFENCE_SEEDS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(SEEDS_DEFAULT);
+    (0..count).collect()
+}
+
+fn explain(record: &RunRecord) -> String {
+    let mut lines = vec![format!(
+        "{} × {} failed on seed {}",
+        record.scenario, record.protocol, record.seed
+    )];
+    if let Some(error) = &record.error {
+        lines.push(format!("  run: {error}"));
+    }
+    for verdict in record
+        .verdicts
+        .iter()
+        .filter(|v| v.status == Status::Violated)
+    {
+        lines.push(format!(
+            "  {} violated: {}",
+            verdict.property.name(),
+            verdict.explanation
+        ));
+    }
+    lines.push(format!("  replay: {}", record.replay));
+    lines.join("\n")
+}
+
+/// The reference passes every seed; every promised mutant is caught.
+fn scenario_holds_and_bites(name: &str) {
+    let scenario = catalog::by_name(name).expect("a catalog scenario");
+    for seed in seeds() {
+        let record = run_one(&SimWorlds, scenario.as_ref(), Arc::new(Reference), seed);
+        assert!(record.history.is_some(), "{}", explain(&record));
+        assert!(!record.failed(), "{}", explain(&record));
+    }
+    for catch in CATCHES.iter().filter(|c| c.scenario == name) {
+        let mutant = protocols::by_name(catch.mutant).expect("a shipped mutant");
+        let caught = (0..CATCH_SEEDS_MAX).find_map(|seed| {
+            let record = run_one(&SimWorlds, scenario.as_ref(), mutant.clone(), seed);
+            record
+                .verdicts
+                .iter()
+                .any(|v| v.property == catch.property && v.status == Status::Violated)
+                .then_some((seed, record))
+        });
+        let (seed, record) = caught.unwrap_or_else(|| {
+            panic!(
+                "{name} did not catch {} ({} never violated in {CATCH_SEEDS_MAX} seeds)",
+                catch.mutant,
+                catch.property.name()
+            )
+        });
+        println!(
+            "{name} caught {} ({}) on seed {seed}: {}",
+            catch.mutant,
+            catch.property.name(),
+            record.replay
+        );
+    }
+}
+
+#[test]
+fn mutual_exclusion() {
+    scenario_holds_and_bites("mutual-exclusion");
+}
+
+#[test]
+fn stale_worker_pause() {
+    scenario_holds_and_bites("stale-worker-pause");
+}
+
+#[test]
+fn late_unlock() {
+    scenario_holds_and_bites("late-unlock");
+}
+
+#[test]
+fn lost_acquire_reply() {
+    scenario_holds_and_bites("lost-acquire-reply");
+}
+
+#[test]
+fn renewal_limits() {
+    scenario_holds_and_bites("renewal-limits");
+}
+
+#[test]
+fn crash_after_acquire() {
+    scenario_holds_and_bites("crash-after-acquire");
+}
+
+#[test]
+fn crash_mid_mutation() {
+    scenario_holds_and_bites("crash-mid-mutation");
+}
+
+#[test]
+fn crash_before_ack() {
+    scenario_holds_and_bites("crash-before-ack");
+}
+
+#[test]
+fn redis_unavailable() {
+    scenario_holds_and_bites("redis-unavailable");
+}
+
+#[test]
+fn fence_rejected() {
+    scenario_holds_and_bites("fence-rejected");
+}
+
+#[test]
+fn failover_counter_regression() {
+    scenario_holds_and_bites("failover-counter-regression");
+}
+
+#[test]
+fn hotspot_load() {
+    scenario_holds_and_bites("hotspot-load");
+}
+
+/// The test names above are the catalog: a scenario added to the catalog
+/// without a test (or renamed) fails here.
+#[test]
+fn every_scenario_has_its_test() {
+    let source = include_str!("scenarios.rs");
+    for scenario in catalog::all() {
+        let test = format!("fn {}()", scenario.name().replace('-', "_"));
+        assert!(
+            source.contains(&test),
+            "no test {test} for {}",
+            scenario.name()
+        );
+    }
+}
+
+/// Exploration: random fault schedules find nothing against the reference,
+/// and find — and shrink — a violation of a broken protocol. With
+/// `REDFENCE_SCHEDULE` and `REDFENCE_SEED` set, replays that one schedule.
+#[test]
+fn random_faults() {
+    if let Ok(text) = std::env::var(REPLAY_SCHEDULE_ENV) {
+        let schedule: Schedule = text
+            .parse()
+            .expect("a schedule as redfence explore prints it");
+        let protocol = std::env::var("REDFENCE_PROTOCOL").unwrap_or_else(|_| "reference".into());
+        let protocol = protocols::by_name(&protocol).expect("a shipped protocol");
+        for seed in seeds() {
+            let scenario = RandomFaults {
+                schedule: schedule.clone(),
+            };
+            let record = run_one(&SimWorlds, &scenario, protocol.clone(), seed);
+            print!("{}", timeline(record.history.as_ref().expect("a history")));
+            assert!(!record.failed(), "{}", explain(&record));
+        }
+        return;
+    }
+    let clean = explore(&SimWorlds, Arc::new(Reference), 1, Budget::Cases(25));
+    assert_eq!(clean.cases, 25);
+    if let Some(found) = clean.found {
+        panic!("{}", explain(&found.record));
+    }
+
+    let mutant = protocols::by_name("no-fence-check").expect("a shipped mutant");
+    let broken = explore(&SimWorlds, mutant, 1, Budget::Cases(200));
+    let found = broken
+        .found
+        .expect("random faults break a store without a fence check");
+    assert!(found.record.failed());
+    assert!(
+        found.schedule.faults.len() <= found.faults_before_shrinking,
+        "shrinking never adds faults"
+    );
+    // The shrunk schedule replays to the same failure, byte for byte.
+    let again = run_one(
+        &SimWorlds,
+        &RandomFaults {
+            schedule: found.schedule.clone(),
+        },
+        protocols::by_name("no-fence-check").expect("a shipped mutant"),
+        found.seed,
+    );
+    assert_eq!(again, found.record);
+    // And its text form parses back to itself (it is what replay lines carry).
+    let text = found.schedule.to_string();
+    assert_eq!(
+        text.parse::<Schedule>().expect("round trip"),
+        found.schedule
+    );
+    println!(
+        "no-fence-check broke after {} schedules; shrunk from {} to {} faults: {}",
+        broken.cases,
+        found.faults_before_shrinking,
+        found.schedule.faults.len(),
+        found.record.replay
+    );
+}
+
+/// Same seed, same run: the whole record — history, truth logs, verdicts,
+/// metrics — and the printed timeline are identical, for every scenario and
+/// for a broken protocol too.
+#[test]
+fn same_seed_same_run() {
+    for scenario in catalog::all() {
+        for protocol in [
+            protocols::by_name("reference"),
+            protocols::by_name("no-fence-check"),
+        ] {
+            let protocol = protocol.expect("shipped");
+            let first = run_one(&SimWorlds, scenario.as_ref(), protocol.clone(), 4242);
+            let second = run_one(&SimWorlds, scenario.as_ref(), protocol, 4242);
+            let json = |r: &RunRecord| serde_json::to_string(r).expect("serialises");
+            assert_eq!(json(&first), json(&second), "{}", scenario.name());
+            let text = |r: &RunRecord| timeline(r.history.as_ref().expect("history"));
+            assert_eq!(text(&first), text(&second));
+        }
+    }
+    // Different seeds do differ (owner tokens at least), so the comparison
+    // above compares something.
+    let scenario = catalog::by_name("mutual-exclusion").expect("catalog");
+    let a = run_one(&SimWorlds, scenario.as_ref(), Arc::new(Reference), 1);
+    let b = run_one(&SimWorlds, scenario.as_ref(), Arc::new(Reference), 2);
+    assert_ne!(a.history, b.history);
+}
+
+/// Every mutant through every scenario: the reference passes everything,
+/// every promised catch happens; prints the mutation-score table with the
+/// seeds each mutant took to catch.
+#[test]
+fn mutation_score() {
+    let plan = SweepPlan {
+        scenarios: catalog::all(),
+        protocols: protocols::all(),
+        seed_first: 0,
+        seeds: 6,
+        jobs: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        shard: None,
+    };
+    let result = sweep(&SimWorlds, &plan, &|_| {});
+    println!(
+        "{:<28} {:>8} {:>7} {:>15}",
+        "mutant", "promised", "caught", "seeds to catch"
+    );
+    for m in &result.mutants {
+        println!(
+            "{:<28} {:>8} {:>7} {:>15}",
+            m.mutant,
+            m.promised,
+            m.caught,
+            m.seeds_to_catch.map_or("-".into(), |n| n.to_string())
+        );
+    }
+    for cell in result.reference_failures() {
+        let record = cell
+            .first_failure
+            .as_ref()
+            .expect("a failed cell keeps its failure");
+        panic!("{}", explain(record));
+    }
+    let missed: Vec<String> = result
+        .missed()
+        .iter()
+        .map(|c| format!("{} × {}", c.scenario, c.protocol))
+        .collect();
+    assert!(missed.is_empty(), "promised catches missed: {missed:?}");
+    assert_eq!(result.mutants.len(), protocols::all().len() - 1);
+    for m in &result.mutants {
+        assert!(
+            m.promised > 0,
+            "{} has no scenario meant to catch it",
+            m.mutant
+        );
+        assert_eq!(m.caught, m.promised, "{}", m.mutant);
+    }
+    // Sharding splits the same work with no overlap and no gap.
+    let shard = |i| SweepPlan {
+        shard: Some(format!("{i}/2").parse().expect("a shard")),
+        seeds: 4,
+        ..plan.clone()
+    };
+    let (one, two) = (shard(1).seed_list(), shard(2).seed_list());
+    assert_eq!(one.len() + two.len(), 4);
+    assert!(one.iter().all(|s| !two.contains(s)));
+    assert!(result.cells.iter().all(|c| c.status != CellStatus::Failed));
+}
+
+/// The hotspot wait curve: waiting grows with workers, with and without
+/// jitter; the numbers are printed (they go in reports, not assertions on
+/// speed).
+#[test]
+fn hotspot_wait_curve() {
+    let curve = hotspot_load::wait_curve(&SimWorlds, &[0, 1]);
+    assert_eq!(curve.len(), 2 * hotspot_load::CURVE_WORKERS.len());
+    for point in &curve {
+        assert_eq!(point.seeds, 2, "every point ran");
+        println!("{point:?}");
+    }
+    for jitter in [true, false] {
+        let of = |workers| {
+            curve
+                .iter()
+                .find(|p| p.jitter == jitter && p.workers == workers)
+                .expect("a point")
+        };
+        // Sixteen workers queue for one lock; two barely do. (The tail, not
+        // the median: without jitter many waits are one fixed window.)
+        assert!(
+            of(16).wait_ms_p99 > of(2).wait_ms_p99,
+            "jitter={jitter}: {:?} vs {:?}",
+            of(16),
+            of(2)
+        );
+    }
+}
