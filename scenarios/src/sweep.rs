@@ -267,12 +267,19 @@ impl Sweep {
             .find(|c| c.scenario == scenario && c.protocol == protocol)
     }
 
-    /// Cells where the reference protocol failed.
-    pub fn reference_failures(&self) -> Vec<&Cell> {
+    /// Cells that had to pass and failed: the reference's, or a team's own
+    /// protocol's (anything that is not a shipped mutant).
+    pub fn failed_cells(&self) -> Vec<&Cell> {
         self.cells
             .iter()
-            .filter(|c| c.protocol == REFERENCE && c.status == CellStatus::Failed)
+            .filter(|c| c.status == CellStatus::Failed)
             .collect()
+    }
+
+    /// Whether every cell that had to pass did, and every promised catch
+    /// happened.
+    pub fn ok(&self) -> bool {
+        self.failed_cells().is_empty() && self.missed().is_empty()
     }
 
     /// Cells where a promised catch did not happen.
@@ -418,7 +425,11 @@ pub fn sweep(
     let mutants = plan
         .protocols
         .iter()
-        .filter(|p| p.name() != REFERENCE)
+        .filter(|p| {
+            crate::mutation::CATCHES
+                .iter()
+                .any(|c| c.mutant == p.name())
+        })
         .map(|p| score(p.name(), &cells))
         .collect();
     Sweep {
@@ -461,7 +472,12 @@ fn finish_cell(
     acc: Acc,
 ) -> Cell {
     let promised = promised(protocol.name(), scenario.name());
-    let expectation = if protocol.name() == REFERENCE {
+    // The reference and any protocol that is not a shipped mutant (a
+    // team's own lock) must pass; a mutant must be caught where promised.
+    let mutant = crate::mutation::CATCHES
+        .iter()
+        .any(|c| c.mutant == protocol.name());
+    let expectation = if !mutant {
         Expectation::Pass
     } else if promised.is_empty() {
         Expectation::Any
@@ -519,4 +535,21 @@ fn score(mutant: &str, cells: &[Cell]) -> MutantScore {
             .collect(),
         seeds_to_catch: promised.iter().filter_map(|c| c.seeds_to_catch).min(),
     }
+}
+
+/// Puts `protocol` — typically a team's own lock — through every scenario
+/// in the simulation on seeds `0..seeds`, on every core: the one call that
+/// verifies a protocol. Every cell is expected to pass; [`Sweep::ok`] says
+/// whether all did, and each failing cell keeps its first failure with the
+/// line that replays it.
+pub fn verify(protocol: Arc<dyn Protocol>, seeds: u64) -> Sweep {
+    let plan = SweepPlan {
+        scenarios: crate::catalog::all(),
+        protocols: vec![protocol],
+        seed_first: 0,
+        seeds,
+        jobs: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        shard: None,
+    };
+    sweep(&crate::sim_world::SimWorlds, &plan, &|_| {})
 }

@@ -292,7 +292,7 @@ fn mutation_score() {
             m.seeds_to_catch.map_or("-".into(), |n| n.to_string())
         );
     }
-    for cell in result.reference_failures() {
+    if let Some(cell) = result.failed_cells().first() {
         let record = cell
             .first_failure
             .as_ref()

@@ -103,7 +103,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
         })?;
         println!("sweep result written to {path}");
     }
-    let failures = result.reference_failures();
+    let failures = result.failed_cells();
     if failures.is_empty() {
         Ok(ExitCode::SUCCESS)
     } else {
