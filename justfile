@@ -29,3 +29,15 @@ fmt:
 # Lints, warnings as errors (as CI should)
 clippy:
     cargo clippy --workspace --all-targets -- -D warnings
+
+# Every scenario against the reference and every mutant, in the simulation
+run *ARGS:
+    cargo run --release -- run {{ARGS}}
+
+# One seed's timeline and verdicts, e.g. `just replay late-unlock --protocol del-unlock --seed 3`
+replay *ARGS:
+    cargo run --release -- replay {{ARGS}}
+
+# Random fault schedules against a protocol, e.g. `just explore --time 5m`
+explore *ARGS:
+    cargo run --release -- explore {{ARGS}}
