@@ -130,6 +130,9 @@ async fn admin_command<T: redis::FromRedisValue>(
 }
 
 /// A field of `INFO replication`.
+/// Longest a cut waits for the replica to notice its link is gone.
+const CUT_WAIT_MS: u64 = 10_000;
+
 fn info_field<'a>(info: &'a str, field: &str) -> Option<&'a str> {
     info.lines()
         .find_map(|line| line.strip_prefix(field)?.strip_prefix(':'))
@@ -414,8 +417,26 @@ impl RealCluster {
 
     /// Writes stop reaching the replica (its link's proxy goes down).
     pub async fn cut_replication(&self) -> Result<()> {
-        self.node_addr(RedisNode::Replica)?;
-        self.toxiproxy.set_enabled(REPLICATION_PROXY, false).await
+        let replica = self.node_addr(RedisNode::Replica)?.to_owned();
+        self.toxiproxy.set_enabled(REPLICATION_PROXY, false).await?;
+        // The proxy closes the link asynchronously: until the replica has
+        // seen it drop, a write could still slip through (seen in CI), so
+        // the cut is only done once the replica says its link is down.
+        until_ready("replication cut", CUT_WAIT_MS, || {
+            let replica = replica.clone();
+            async move {
+                let mut cmd = redis::cmd("INFO");
+                cmd.arg("replication");
+                let info = admin_command::<String>(&replica, RedisNode::Replica, cmd)
+                    .await
+                    .map_err(|e| Probe::NotYet(e.to_string()))?;
+                match info_field(&info, "master_link_status") {
+                    Some("up") => Err(Probe::NotYet("link still up".to_owned())),
+                    _ => Ok(()),
+                }
+            }
+        })
+        .await
     }
 
     /// The replication link comes back; the replica reconnects and catches
