@@ -60,6 +60,7 @@ pub const CATCHES: &[Catch] = &[
         "mutual-exclusion",
         Property::FenceUniqueness,
     ),
+    catch("static-owner", "hotspot-load", Property::FenceUniqueness),
     catch(
         "unbounded-renewal",
         "renewal-limits",

@@ -162,15 +162,22 @@ fn hotspot_load() {
 }
 
 /// The test names above are the catalog: a scenario added to the catalog
-/// without a test (or renamed) fails here.
+/// without a test (or renamed) fails here. And every scenario promises to
+/// catch at least one mutant, so none of its properties is only ever seen
+/// passing.
 #[test]
-fn every_scenario_has_its_test() {
+fn every_scenario_has_its_test_and_a_mutant_to_catch() {
     let source = include_str!("scenarios.rs");
     for scenario in catalog::all() {
         let test = format!("fn {}()", scenario.name().replace('-', "_"));
         assert!(
             source.contains(&test),
             "no test {test} for {}",
+            scenario.name()
+        );
+        assert!(
+            CATCHES.iter().any(|c| c.scenario == scenario.name()),
+            "{} promises to catch no mutant",
             scenario.name()
         );
     }
