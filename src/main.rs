@@ -3,7 +3,8 @@
 //! `list` shows what can run; `run` sweeps scenarios × protocols over seeds
 //! and prints the verdict matrix; `replay` runs one seed and prints its
 //! timeline; `explore` throws random fault schedules at a protocol for a
-//! while and shrinks what breaks it. One module per command, as in
+//! while and shrinks what breaks it; `report` re-renders a report from its
+//! JSON (`run` and `replay` write reports with `--out DIR`). One module per command, as in
 //! mini-redis; argument parsing (clap) lives here.
 
 use std::process::ExitCode;
@@ -30,6 +31,8 @@ enum Command {
     Replay(cli::replay::ReplayArgs),
     /// Throw random fault schedules at a protocol; shrink what breaks it.
     Explore(cli::explore::ExploreArgs),
+    /// Re-render a report (HTML, Markdown, JSON, JUnit) from its JSON.
+    Report(cli::report::ReportArgs),
 }
 
 fn main() -> ExitCode {
@@ -39,6 +42,7 @@ fn main() -> ExitCode {
         Command::Run(run) => cli::run::run(run),
         Command::Replay(replay) => cli::replay::replay(replay),
         Command::Explore(explore) => cli::explore::explore(explore),
+        Command::Report(report) => cli::report::report(report),
     };
     match result {
         Ok(code) => code,

@@ -4,6 +4,7 @@
 pub mod explore;
 pub mod list;
 pub mod replay;
+pub mod report;
 pub mod run;
 
 use std::sync::Arc;
@@ -34,6 +35,20 @@ pub enum CliError {
     /// An argument that parses but makes no sense.
     #[error("{0}")]
     Invalid(String),
+    /// Reading a file failed.
+    #[error("cannot read {path}: {source}")]
+    Read {
+        /// The file.
+        path: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A report input that cannot be rendered (malformed, newer schema).
+    #[error(transparent)]
+    Report(#[from] redfence_reports::ReportError),
+    /// Writing the report's files failed.
+    #[error(transparent)]
+    ReportWrite(#[from] redfence_reports::WriteError),
     /// Writing a file failed.
     #[error("cannot write {path}: {source}")]
     Write {

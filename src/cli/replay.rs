@@ -1,14 +1,18 @@
-//! `redfence replay`: one seed of one scenario, its timeline and verdicts.
-//! The same seed gives the same output byte for byte.
+//! `redfence replay`: one seed of one scenario, its timeline and verdicts;
+//! with `--out DIR`, the single-seed report with its SVG timeline. The same
+//! seed gives the same output byte for byte.
 
 use std::process::ExitCode;
 
 use clap::Args;
+use redfence_reports::ReportKind;
 use redfence_scenarios::explore::{RandomFaults, Schedule};
 use redfence_scenarios::run::run_one;
+use redfence_scenarios::sweep::{sweep, SweepPlan};
 use redfence_scenarios::timeline::timeline;
 use redfence_scenarios::Status;
 
+use super::report::OutArgs;
 use super::CliError;
 
 /// Arguments of `redfence replay`.
@@ -29,6 +33,8 @@ pub struct ReplayArgs {
     /// `redfence explore`).
     #[arg(long)]
     schedule: Option<String>,
+    #[command(flatten)]
+    out: OutArgs,
 }
 
 /// Runs and prints one seed; exits 1 when a property was violated.
@@ -57,7 +63,28 @@ pub fn replay(args: ReplayArgs) -> Result<ExitCode, CliError> {
             (None, _) => super::scenarios(std::slice::from_ref(&args.scenario))?.remove(0),
         };
     let protocol = super::protocol(&args.protocol)?;
-    let record = run_one(worlds.as_ref(), scenario.as_ref(), protocol, args.seed);
+    // With --out, the seed runs as a one-seed sweep, whose single cell
+    // (expectation, status, the record) is what the report renders.
+    let (record, result) = if args.out.out.is_some() {
+        let plan = SweepPlan {
+            scenarios: vec![scenario],
+            protocols: vec![protocol],
+            seed_first: args.seed,
+            seeds: 1,
+            jobs: 1,
+            shard: None,
+        };
+        let result = sweep(worlds.as_ref(), &plan, &|_| {});
+        let record = result
+            .cells
+            .first()
+            .and_then(|c| c.first_run.clone())
+            .expect("a one-seed sweep keeps its run");
+        (record, Some(result))
+    } else {
+        let record = run_one(worlds.as_ref(), scenario.as_ref(), protocol, args.seed);
+        (record, None)
+    };
     println!(
         "{} × {} in the {} world, seed {}\n",
         record.scenario,
@@ -86,6 +113,11 @@ pub fn replay(args: ReplayArgs) -> Result<ExitCode, CliError> {
         );
     }
     println!("\nreplay: {}", record.replay);
+    if let Some(result) = result {
+        let report = super::run::build_report(ReportKind::Replay, result, None, &args.out);
+        println!();
+        super::report::write(&report, &args.out)?;
+    }
     Ok(if record.failed() {
         ExitCode::from(1)
     } else {

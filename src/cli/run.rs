@@ -1,14 +1,23 @@
 //! `redfence run`: sweep scenarios × protocols over seeds, print the verdict
 //! matrix and the mutation score, name the replay of every failing cell,
-//! and exit non-zero when the reference protocol fails a property.
+//! write the report with `--out DIR` (measuring the hotspot wait curve for
+//! it), and exit non-zero when the reference protocol fails a property.
 
 use std::process::ExitCode;
 
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
+use redfence_reports::{Deployment, Report, ReportKind};
+use redfence_scenarios::catalog::hotspot_load::{wait_curve, CurvePoint};
+use redfence_scenarios::run::WorldFactory;
 use redfence_scenarios::sweep::{sweep, CellStatus, Progress, Shard, Sweep, SweepPlan, REFERENCE};
+use redfence_scenarios::world::WorldKind;
 
+use super::report::OutArgs;
 use super::CliError;
+
+/// Seeds per point of the hotspot wait curve the report plots.
+pub const CURVE_SEEDS_DEFAULT: u64 = 2;
 
 /// Seeds per cell when neither `--seeds` nor `--seed` is given.
 pub const SEEDS_DEFAULT: u64 = 50;
@@ -48,6 +57,12 @@ pub struct RunArgs {
     /// Write the sweep result as JSON to this file.
     #[arg(long, value_name = "FILE")]
     json: Option<String>,
+    #[command(flatten)]
+    out: OutArgs,
+    /// Seeds per point of the hotspot wait curve (2–16 workers, jitter
+    /// and none) measured for the report; 0 skips it.
+    #[arg(long, value_name = "N", default_value_t = CURVE_SEEDS_DEFAULT, requires = "out")]
+    curve_seeds: u64,
 }
 
 /// Runs the sweep and prints it.
@@ -103,6 +118,11 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
         })?;
         println!("sweep result written to {path}");
     }
+    if args.out.out.is_some() {
+        let curve = curve(worlds.as_ref(), &result, args.curve_seeds);
+        let report = build_report(ReportKind::Sweep, result.clone(), curve, &args.out);
+        super::report::write(&report, &args.out)?;
+    }
     let failures = result.failed_cells();
     if failures.is_empty() {
         Ok(ExitCode::SUCCESS)
@@ -113,6 +133,36 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
         );
         Ok(ExitCode::from(1))
     }
+}
+
+/// The hotspot wait curve for the report, when hotspot-load ran in the
+/// simulation (real-world runs take too long to repeat 8 × `seeds` times).
+fn curve(worlds: &dyn WorldFactory, result: &Sweep, seeds: u64) -> Option<Vec<CurvePoint>> {
+    let ran = result.scenarios.iter().any(|s| s.name == "hotspot-load");
+    if !ran || seeds == 0 || worlds.kind() != WorldKind::Sim {
+        return None;
+    }
+    let first = result.seed_first;
+    let seeds: Vec<u64> = (first..first.saturating_add(seeds.min(64))).collect();
+    Some(wait_curve(worlds, &seeds))
+}
+
+/// The report of `result` for the deployment `out` describes.
+pub fn build_report(
+    kind: ReportKind,
+    result: Sweep,
+    curve: Option<Vec<CurvePoint>>,
+    out: &OutArgs,
+) -> Report {
+    let assumed = Deployment::assumed_for(&result);
+    let deployment = out.deployment(&assumed).unwrap_or(assumed);
+    Report::new(
+        kind,
+        &super::report::command_line(),
+        deployment,
+        result,
+        curve,
+    )
 }
 
 fn symbol(status: CellStatus, seeds_to_catch: Option<u64>) -> String {

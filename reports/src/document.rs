@@ -1,0 +1,291 @@
+//! The report document: the versioned JSON every other format renders from.
+//!
+//! A [`Sweep`] says what ran and how it came out, but a report a team reads
+//! before a rollout needs three more things the sweep does not carry: the
+//! deployment it judges (which fence source, which replication), the hotspot
+//! wait curve (computed by the CLI, because this crate runs nothing), and the
+//! rollout-readiness verdicts derived from both. [`Report`] wraps the sweep
+//! with those, and is what `report.json` holds.
+//!
+//! Schema (version [`REPORT_SCHEMA_VERSION`]), top-level keys:
+//!
+//! | key | type | meaning |
+//! |---|---|---|
+//! | `schema_version` | integer | this document's version; readers refuse newer ones |
+//! | `kind` | `"sweep"` \| `"replay"` | a sweep over seeds, or one replayed seed |
+//! | `title` | string | the page title |
+//! | `command` | string | the command line that produced the run |
+//! | `deployment` | object | `protocol`, `fence_source` (`redis-counter` \| `store`), `replication` (`async` \| `none`), `assumed` (true when the CLI used defaults) |
+//! | `sweep` | object | `redfence_scenarios::sweep::Sweep`, with its own `schema_version` |
+//! | `hotspot_curve` | array \| null | `CurvePoint`s: workers, jitter, wait percentiles, attempts per acquisition |
+//! | `readiness` | object | `items` (the checklist: `id`, `title`, `article`, `mark`, `summary`, `evidence`) and `unprotected` (`kind`, `failure`, `why`, `mitigation`, `evidence`) |
+//!
+//! Reading is strict about versions and lenient about the wrapper: a bare
+//! sweep (what `redfence run --json` writes) is accepted and wrapped with
+//! the default deployment, so old sweep files still render.
+
+use redfence_scenarios::catalog::hotspot_load::CurvePoint;
+use redfence_scenarios::sweep::{Expectation, Sweep, SCHEMA_VERSION};
+use serde::{Deserialize, Serialize};
+
+use crate::readiness::{readiness, Readiness};
+
+/// Version of the [`Report`] JSON schema; readers refuse newer versions.
+pub const REPORT_SCHEMA_VERSION: u32 = 1;
+
+/// Whether the report covers a sweep or one replayed seed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ReportKind {
+    /// Scenarios × protocols over many seeds.
+    Sweep,
+    /// One scenario, one protocol, one seed.
+    Replay,
+}
+
+/// Where the deployment takes its fencing tokens from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FenceSource {
+    /// The Redis `INCR` counter inside the acquire script (the library default).
+    RedisCounter,
+    /// A durable counter in the fenced store (Postgres).
+    Store,
+}
+
+/// How the deployment's Redis is replicated.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Replication {
+    /// A replica that can be promoted (Redis replication is asynchronous).
+    Async,
+    /// A single Redis server.
+    None,
+}
+
+/// The deployment the readiness verdicts judge.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Deployment {
+    /// The protocol the team ships (its cells must pass).
+    pub protocol: String,
+    /// Fence source.
+    pub fence_source: FenceSource,
+    /// Redis replication.
+    pub replication: Replication,
+    /// Whether these are defaults rather than what the user said.
+    pub assumed: bool,
+}
+
+impl Deployment {
+    /// The defaults for `sweep`: its first protocol that must pass (the
+    /// reference or a team's own), the library's default fence source (the
+    /// Redis counter), and a promotable replica, as most production Redis
+    /// deployments run.
+    pub fn assumed_for(sweep: &Sweep) -> Self {
+        Self {
+            protocol: deployed_protocol(sweep),
+            fence_source: FenceSource::RedisCounter,
+            replication: Replication::Async,
+            assumed: true,
+        }
+    }
+}
+
+/// The protocol a sweep is about: the first whose cells are expected to
+/// pass, else the first protocol.
+pub fn deployed_protocol(sweep: &Sweep) -> String {
+    sweep
+        .cells
+        .iter()
+        .find(|c| c.expectation == Expectation::Pass)
+        .map(|c| c.protocol.clone())
+        .or_else(|| sweep.protocols.first().map(|p| p.name.clone()))
+        .unwrap_or_default()
+}
+
+/// The report document. See the module doc for the schema.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    /// [`REPORT_SCHEMA_VERSION`] at the time of writing.
+    pub schema_version: u32,
+    /// Sweep or replay.
+    pub kind: ReportKind,
+    /// Page title.
+    pub title: String,
+    /// The command line that produced the run.
+    pub command: String,
+    /// The deployment judged.
+    pub deployment: Deployment,
+    /// The run results.
+    pub sweep: Sweep,
+    /// The hotspot wait curve, when it was measured.
+    #[serde(default)]
+    pub hotspot_curve: Option<Vec<CurvePoint>>,
+    /// Checklist and unprotected failure scenarios, derived from the above.
+    pub readiness: Readiness,
+}
+
+impl Report {
+    /// A report of `sweep` for `deployment`, deriving the readiness verdicts.
+    pub fn new(
+        kind: ReportKind,
+        command: &str,
+        deployment: Deployment,
+        sweep: Sweep,
+        hotspot_curve: Option<Vec<CurvePoint>>,
+    ) -> Self {
+        let readiness = readiness(&sweep, &deployment, hotspot_curve.as_deref());
+        let title = match kind {
+            ReportKind::Sweep => format!(
+                "redfence report: {} scenarios × {} protocols, {} world",
+                sweep.scenarios.len(),
+                sweep.protocols.len(),
+                sweep.world.name()
+            ),
+            ReportKind::Replay => match sweep.cells.first() {
+                Some(cell) => format!(
+                    "redfence replay: {} × {}, seed {}",
+                    cell.scenario, cell.protocol, sweep.seed_first
+                ),
+                None => "redfence replay".to_owned(),
+            },
+        };
+        Self {
+            schema_version: REPORT_SCHEMA_VERSION,
+            kind,
+            title,
+            command: command.to_owned(),
+            deployment,
+            sweep,
+            hotspot_curve,
+            readiness,
+        }
+    }
+
+    /// The same report judged for another deployment.
+    pub fn with_deployment(self, deployment: Deployment) -> Self {
+        let readiness = readiness(&self.sweep, &deployment, self.hotspot_curve.as_deref());
+        Self {
+            deployment,
+            readiness,
+            ..self
+        }
+    }
+
+    /// The report as pretty JSON.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("a report serialises")
+    }
+}
+
+/// Why a JSON input cannot be rendered.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    /// Not JSON at all.
+    #[error("{what} is not valid JSON (line {line}, column {column}): {source}")]
+    Malformed {
+        /// The input's name (a path).
+        what: String,
+        /// Line of the error.
+        line: usize,
+        /// Column of the error.
+        column: usize,
+        /// The parser's message.
+        source: serde_json::Error,
+    },
+    /// Written by a newer redfence than this one.
+    #[error(
+        "{what} has {document} schema_version {found}, newer than the {supported} this \
+         redfence reads; re-render it with a newer redfence, or re-run the sweep"
+    )]
+    NewerSchema {
+        /// The input's name.
+        what: String,
+        /// `report` or `sweep`.
+        document: &'static str,
+        /// The version found.
+        found: u64,
+        /// The newest version understood.
+        supported: u32,
+    },
+    /// JSON, but neither a report nor a sweep.
+    #[error(
+        "{what} is neither a redfence report (keys schema_version, sweep, …) nor a sweep \
+         (keys schema_version, cells, …)"
+    )]
+    NotAReport {
+        /// The input's name.
+        what: String,
+    },
+    /// A report or sweep whose fields do not match the schema.
+    #[error("{what} does not match the {document} schema (version {version}): {source}")]
+    Schema {
+        /// The input's name.
+        what: String,
+        /// `report` or `sweep`.
+        document: &'static str,
+        /// The version it claims.
+        version: u64,
+        /// What did not match.
+        source: serde_json::Error,
+    },
+}
+
+/// Reads a report — or a bare sweep, wrapped for its assumed deployment —
+/// from JSON `text`; `what` names the input in errors.
+pub fn parse(text: &str, what: &str) -> Result<Report, ReportError> {
+    let value: serde_json::Value =
+        serde_json::from_str(text).map_err(|source| ReportError::Malformed {
+            what: what.to_owned(),
+            line: source.line(),
+            column: source.column(),
+            source,
+        })?;
+    let object = value.as_object().ok_or_else(|| ReportError::NotAReport {
+        what: what.to_owned(),
+    })?;
+    let version_of = |v: &serde_json::Value| v.get("schema_version").and_then(|v| v.as_u64());
+    let newer = |document, found: u64, supported: u32| {
+        (found > u64::from(supported)).then(|| ReportError::NewerSchema {
+            what: what.to_owned(),
+            document,
+            found,
+            supported,
+        })
+    };
+    let schema = |document, version, source| ReportError::Schema {
+        what: what.to_owned(),
+        document,
+        version,
+        source,
+    };
+    match (object.get("sweep"), object.get("cells"), version_of(&value)) {
+        (Some(sweep), _, Some(version)) => {
+            if let Some(error) = newer("report", version, REPORT_SCHEMA_VERSION) {
+                return Err(error);
+            }
+            if let Some(error) = version_of(sweep).and_then(|v| newer("sweep", v, SCHEMA_VERSION)) {
+                return Err(error);
+            }
+            serde_json::from_value(value.clone()).map_err(|e| schema("report", version, e))
+        }
+        (None, Some(_), Some(version)) => {
+            if let Some(error) = newer("sweep", version, SCHEMA_VERSION) {
+                return Err(error);
+            }
+            let sweep: Sweep =
+                serde_json::from_value(value.clone()).map_err(|e| schema("sweep", version, e))?;
+            let deployment = Deployment::assumed_for(&sweep);
+            Ok(Report::new(
+                ReportKind::Sweep,
+                "redfence run --json",
+                deployment,
+                sweep,
+                None,
+            ))
+        }
+        _ => Err(ReportError::NotAReport {
+            what: what.to_owned(),
+        }),
+    }
+}

@@ -1,0 +1,126 @@
+//! JUnit XML for CI test tabs: one testsuite per scenario, one testcase per
+//! cell (scenario × protocol × world).
+//!
+//! A testcase fails when the cell is bad news: a protocol that must pass
+//! violated a property (`FAIL`), or a promised mutant catch did not happen
+//! (`MISSED`). A mutant caught as promised is a passing test — the harness
+//! did its job. A failure's message names the property; its body holds the
+//! checker's explanation and the line that replays the run.
+
+use std::fmt::Write as _;
+
+use redfence_scenarios::sweep::{Cell, CellStatus};
+use redfence_scenarios::Status;
+
+use crate::document::Report;
+use crate::escape::{attr, text};
+use crate::labels::{cell_mark, cell_meaning, expectation_words};
+
+fn failure(cell: &Cell) -> Option<(String, String, String)> {
+    match cell.status {
+        CellStatus::Failed => {
+            let record = cell.first_failure.as_ref();
+            let verdict =
+                record.and_then(|r| r.verdicts.iter().find(|v| v.status == Status::Violated));
+            let kind = verdict.map_or("run-error".to_owned(), |v| v.property.name().to_owned());
+            let message = match (verdict, record.and_then(|r| r.error.as_deref())) {
+                (Some(v), _) => format!(
+                    "{} violated on seed {}",
+                    v.property.name(),
+                    record.map_or(0, |r| r.seed)
+                ),
+                (None, Some(error)) => error.to_owned(),
+                (None, None) => "failed".to_owned(),
+            };
+            let mut body = String::new();
+            if let Some(v) = verdict {
+                let _ = writeln!(body, "{}", v.explanation);
+            }
+            if let Some(r) = record {
+                let _ = writeln!(body, "replay: {}", r.replay);
+            }
+            Some((kind, message, body))
+        }
+        CellStatus::Missed => Some((
+            "missed-catch".to_owned(),
+            format!(
+                "{}; not caught in {} seeds",
+                expectation_words(&cell.expectation),
+                cell.runs
+            ),
+            format!(
+                "{}\nreplay the first run: {}\n",
+                cell_meaning(cell.status),
+                cell.first_run.as_ref().map_or("-", |r| r.replay.as_str())
+            ),
+        )),
+        _ => None,
+    }
+}
+
+/// The JUnit XML of `report`.
+pub fn render(report: &Report) -> String {
+    let sweep = &report.sweep;
+    let bad = |c: &Cell| failure(c).is_some();
+    let total = sweep.cells.len();
+    let failures = sweep.cells.iter().filter(|c| bad(c)).count();
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        r#"<?xml version="1.0" encoding="UTF-8"?>
+<testsuites name="redfence" tests="{total}" failures="{failures}" errors="0">"#
+    );
+    for s in &sweep.scenarios {
+        let cells: Vec<&Cell> = sweep
+            .cells
+            .iter()
+            .filter(|c| c.scenario == s.name)
+            .collect();
+        let _ = writeln!(
+            out,
+            r#"  <testsuite name="{}" tests="{}" failures="{}" errors="0" skipped="0">"#,
+            attr(&s.name),
+            cells.len(),
+            cells.iter().filter(|c| bad(c)).count()
+        );
+        for cell in cells {
+            let _ = write!(
+                out,
+                r#"    <testcase classname="redfence.{}.{}" name="{} [{}]" time="0">"#,
+                cell.world.name(),
+                attr(&cell.scenario),
+                attr(&cell.protocol),
+                attr(&cell_mark(cell)),
+            );
+            if let Some((kind, message, body)) = failure(cell) {
+                let _ = write!(
+                    out,
+                    r#"<failure type="{}" message="{}">{}</failure>"#,
+                    attr(&kind),
+                    attr(&message),
+                    text(&body)
+                );
+            }
+            let out_text = format!(
+                "{} × {} in the {} world: {} ({} runs, {} failing)\n{}",
+                cell.scenario,
+                cell.protocol,
+                cell.world.name(),
+                cell_meaning(cell.status),
+                cell.runs,
+                cell.failed_runs,
+                cell.first_failure
+                    .as_ref()
+                    .map_or_else(String::new, |r| format!("replay: {}\n", r.replay))
+            );
+            let _ = writeln!(
+                out,
+                "<system-out>{}</system-out></testcase>",
+                text(&out_text)
+            );
+        }
+        out.push_str("  </testsuite>\n");
+    }
+    out.push_str("</testsuites>\n");
+    out
+}

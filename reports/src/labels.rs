@@ -1,0 +1,73 @@
+//! Words every format shares: how a cell status, a verdict status and an
+//! expectation are called, so the HTML, Markdown and JUnit outputs never
+//! disagree about what a cell means.
+
+use redfence_scenarios::sweep::{Cell, CellStatus, Expectation};
+use redfence_scenarios::Status;
+
+/// The short mark of a cell in a matrix (as the CLI prints it).
+pub fn cell_mark(cell: &Cell) -> String {
+    let n = cell.seeds_to_catch.unwrap_or(0);
+    match cell.status {
+        CellStatus::Passed => "pass".to_owned(),
+        CellStatus::Caught => format!("CAUGHT@{n}"),
+        CellStatus::AlsoCaught => format!("also@{n}"),
+        CellStatus::NotCaught => "-".to_owned(),
+        CellStatus::Missed => "MISSED".to_owned(),
+        CellStatus::Failed => "FAIL".to_owned(),
+    }
+}
+
+/// The CSS class of a cell status.
+pub fn cell_class(status: CellStatus) -> &'static str {
+    match status {
+        CellStatus::Passed => "st-passed",
+        CellStatus::Caught => "st-caught",
+        CellStatus::AlsoCaught => "st-also",
+        CellStatus::NotCaught => "st-not-caught",
+        CellStatus::Missed => "st-missed",
+        CellStatus::Failed => "st-failed",
+    }
+}
+
+/// One sentence saying what a cell status means.
+pub fn cell_meaning(status: CellStatus) -> &'static str {
+    match status {
+        CellStatus::Passed => "every property held on every seed, as required",
+        CellStatus::Caught => "the promised violation was found: the scenario catches this bug",
+        CellStatus::AlsoCaught => "not promised here, but a property was violated anyway",
+        CellStatus::NotCaught => "nothing promised here, and nothing was violated",
+        CellStatus::Missed => "a promised catch did NOT happen within the seeds run",
+        CellStatus::Failed => "this protocol must pass, and it violated a property",
+    }
+}
+
+/// Whether a cell's outcome is bad news (a defect, or a check without teeth).
+pub fn cell_bad(status: CellStatus) -> bool {
+    matches!(status, CellStatus::Failed | CellStatus::Missed)
+}
+
+/// A verdict status in words.
+pub fn verdict_word(status: Status) -> &'static str {
+    match status {
+        Status::Held => "held",
+        Status::Violated => "VIOLATED",
+        Status::Undecided => "undecided",
+    }
+}
+
+/// What a cell was expected to show, in words.
+pub fn expectation_words(expectation: &Expectation) -> String {
+    match expectation {
+        Expectation::Pass => "must pass every property".to_owned(),
+        Expectation::Catch(properties) => format!(
+            "must be caught violating {}",
+            properties
+                .iter()
+                .map(|p| p.name())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        Expectation::Any => "nothing promised".to_owned(),
+    }
+}

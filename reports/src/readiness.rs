@@ -1,0 +1,510 @@
+//! The rollout-readiness checklist and the failure scenarios a deployment
+//! leaves unprotected, judged from a run's evidence.
+//!
+//! The checklist is the design article's pre-production list ("Sebelum
+//! produksi, pastikan implementasi memiliki …"): fresh owner token per
+//! acquire, atomic compare-and-delete, bounded renewal, durable monotonic
+//! fencing, fence validated by storage, jittered retries, operation
+//! timeouts, contention metrics, crash and failover tested. Each item names
+//! the scenarios whose passing shows it for the deployed protocol and the
+//! mutant catches that show the check has teeth; its mark comes from those
+//! cells only, never from what the code is believed to do. The article then
+//! demands that whatever cannot be applied is stated as an unprotected
+//! failure scenario — [`Exposure`] is that list, with the run's evidence.
+
+use redfence_scenarios::catalog::hotspot_load::CurvePoint;
+use redfence_scenarios::sweep::{Cell, CellStatus, Sweep};
+use redfence_scenarios::world::WorldKind;
+use serde::{Deserialize, Serialize};
+
+use crate::document::{Deployment, FenceSource, Replication};
+
+/// How well the run shows a checklist item.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Mark {
+    /// Every scenario that shows it ran and passed for the deployed protocol.
+    Met,
+    /// Shown in part (some scenarios not run, a check without teeth, or
+    /// only in the simulation).
+    Partial,
+    /// A scenario showing it failed, or the deployment rules it out.
+    NotMet,
+    /// Nothing in the run speaks to it.
+    NoEvidence,
+}
+
+impl Mark {
+    /// The word reports print.
+    pub fn label(self) -> &'static str {
+        match self {
+            Mark::Met => "met",
+            Mark::Partial => "partial",
+            Mark::NotMet => "NOT MET",
+            Mark::NoEvidence => "no evidence",
+        }
+    }
+}
+
+/// One cell cited as evidence.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Evidence {
+    /// Scenario of the cell.
+    pub scenario: String,
+    /// Protocol of the cell.
+    pub protocol: String,
+    /// How the cell came out (`None`: not in this run).
+    pub status: Option<CellStatus>,
+    /// What the cell shows, in words.
+    pub text: String,
+}
+
+/// One item of the pre-production checklist.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChecklistItem {
+    /// Stable kebab-case id.
+    pub id: String,
+    /// The item in English.
+    pub title: String,
+    /// The article's own words for it.
+    pub article: String,
+    /// The verdict.
+    pub mark: Mark,
+    /// Why, in one sentence.
+    pub summary: String,
+    /// The cells behind the mark.
+    pub evidence: Vec<Evidence>,
+}
+
+/// How a failure scenario is left open.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ExposureKind {
+    /// The deployment is exposed (the run or its configuration shows it).
+    Exposed,
+    /// The run did not test it, so nothing is known.
+    Untested,
+    /// Outside what fencing can protect at all.
+    OutOfScope,
+}
+
+/// A failure scenario the deployment leaves unprotected.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Exposure {
+    /// Exposed, untested or out of scope.
+    pub kind: ExposureKind,
+    /// The failure, in one line.
+    pub failure: String,
+    /// Why it is open.
+    pub why: String,
+    /// What closes it.
+    pub mitigation: String,
+    /// Cells that show it.
+    pub evidence: Vec<Evidence>,
+}
+
+/// The checklist and the unprotected list.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Readiness {
+    /// The checklist, in the article's order.
+    pub items: Vec<ChecklistItem>,
+    /// Failure scenarios left unprotected.
+    pub unprotected: Vec<Exposure>,
+}
+
+impl Readiness {
+    /// The failure scenarios the deployment is exposed to (not the
+    /// untested or out-of-scope ones).
+    pub fn exposed(&self) -> Vec<&Exposure> {
+        self.unprotected
+            .iter()
+            .filter(|e| e.kind == ExposureKind::Exposed)
+            .collect()
+    }
+}
+
+/// What shows one checklist item.
+struct Rule {
+    id: &'static str,
+    title: &'static str,
+    article: &'static str,
+    /// Scenarios the deployed protocol must pass.
+    passes: &'static [&'static str],
+    /// (mutant, scenario): catches showing the check bites.
+    catches: &'static [(&'static str, &'static str)],
+}
+
+const RULES: &[Rule] = &[
+    Rule {
+        id: "fresh-owner-token",
+        title: "Fresh owner token per acquire",
+        article: "owner token baru untuk setiap acquire",
+        passes: &["mutual-exclusion", "late-unlock"],
+        catches: &[("static-owner", "mutual-exclusion")],
+    },
+    Rule {
+        id: "atomic-compare-and-delete",
+        title: "Atomic compare-and-delete release",
+        article: "compare-and-delete atomik",
+        passes: &["late-unlock"],
+        catches: &[
+            ("del-unlock", "late-unlock"),
+            ("get-then-del", "late-unlock"),
+        ],
+    },
+    Rule {
+        id: "bounded-renewal",
+        title: "Bounded renewal (owner-checked, capped by hold time and count)",
+        article: "renewal terbatas",
+        passes: &["renewal-limits", "late-unlock"],
+        catches: &[
+            ("unbounded-renewal", "renewal-limits"),
+            ("renew-without-owner-check", "late-unlock"),
+        ],
+    },
+    Rule {
+        id: "durable-monotonic-fencing",
+        title: "Durable, monotonic fencing tokens",
+        article: "fencing monotonik yang durable",
+        passes: &["failover-counter-regression", "redis-unavailable"],
+        catches: &[
+            ("redis-counter-fences", "failover-counter-regression"),
+            ("lock-before-fence", "redis-unavailable"),
+        ],
+    },
+    Rule {
+        id: "fence-validated-by-storage",
+        title: "Fence validated by the storage itself",
+        article: "validasi token pada storage",
+        passes: &["stale-worker-pause", "fence-rejected", "crash-before-ack"],
+        catches: &[
+            ("no-fence-check", "stale-worker-pause"),
+            ("app-side-fence-check", "stale-worker-pause"),
+        ],
+    },
+    Rule {
+        id: "jittered-retries",
+        title: "Retries with full jitter under a deadline",
+        article: "retry dengan jitter",
+        passes: &["hotspot-load"],
+        catches: &[],
+    },
+    Rule {
+        id: "operation-timeouts",
+        title: "Operation timeouts (no unbounded wait on Redis or storage)",
+        article: "timeout operasi",
+        passes: &["lost-acquire-reply", "redis-unavailable"],
+        catches: &[("no-ttl", "lost-acquire-reply")],
+    },
+    Rule {
+        id: "contention-metrics",
+        title: "Contention metrics (attempts, waits, fairness)",
+        article: "metrik contention",
+        passes: &["hotspot-load"],
+        catches: &[],
+    },
+    Rule {
+        id: "crash-and-failover-tested",
+        title: "Crash and failover tested",
+        article: "pengujian crash dan failover",
+        passes: &[
+            "crash-after-acquire",
+            "crash-mid-mutation",
+            "crash-before-ack",
+            "failover-counter-regression",
+        ],
+        catches: &[("setnx-then-expire", "crash-after-acquire")],
+    },
+];
+
+/// The scenario that shows fence regression across failover, and the
+/// mutant that takes its fences from the Redis counter.
+const FAILOVER: (&str, &str) = ("failover-counter-regression", "redis-counter-fences");
+
+fn cell_text(cell: &Cell) -> String {
+    let violated = cell
+        .first_failure
+        .as_ref()
+        .map(|r| {
+            r.violated()
+                .iter()
+                .map(|p| p.name())
+                .collect::<Vec<_>>()
+                .join(", ")
+        })
+        .unwrap_or_default();
+    match cell.status {
+        CellStatus::Passed => format!("passed on all {} seeds", cell.runs),
+        CellStatus::Caught => format!(
+            "caught as promised on seed #{} ({violated})",
+            cell.seeds_to_catch.unwrap_or(0)
+        ),
+        CellStatus::AlsoCaught => format!("also caught ({violated})"),
+        CellStatus::NotCaught => format!("not caught in {} seeds (not promised)", cell.runs),
+        CellStatus::Missed => format!("promised catch MISSED in {} seeds", cell.runs),
+        CellStatus::Failed => format!(
+            "FAILED on {} of {} seeds ({violated})",
+            cell.failed_runs, cell.runs
+        ),
+    }
+}
+
+fn evidence(sweep: &Sweep, scenario: &str, protocol: &str) -> Evidence {
+    let cell = sweep.cell(scenario, protocol);
+    Evidence {
+        scenario: scenario.to_owned(),
+        protocol: protocol.to_owned(),
+        status: cell.map(|c| c.status),
+        text: cell.map_or_else(|| "not run".to_owned(), cell_text),
+    }
+}
+
+fn judge(rule: &Rule, sweep: &Sweep, deployment: &Deployment) -> ChecklistItem {
+    let mut found: Vec<Evidence> = rule
+        .passes
+        .iter()
+        .map(|s| evidence(sweep, s, &deployment.protocol))
+        .collect();
+    let ran = found.iter().filter(|e| e.status.is_some()).count();
+    // Any failing seed of the deployed protocol counts, whatever was
+    // expected of it (a replay may put a mutant in the deployed seat).
+    let failed = rule.passes.iter().any(|s| {
+        sweep
+            .cell(s, &deployment.protocol)
+            .is_some_and(|c| c.failed_runs > 0)
+    });
+    let catches: Vec<Evidence> = rule
+        .catches
+        .iter()
+        .map(|(mutant, scenario)| evidence(sweep, scenario, mutant))
+        .collect();
+    let toothless = catches.iter().any(|e| e.status == Some(CellStatus::Missed));
+    found.extend(catches.into_iter().filter(|e| e.status.is_some()));
+    let who = &deployment.protocol;
+    let (mut mark, mut summary) = if failed {
+        (
+            Mark::NotMet,
+            format!("{who} failed a scenario that shows this item"),
+        )
+    } else if ran == 0 {
+        (
+            Mark::NoEvidence,
+            format!("none of {} ran for {who}", rule.passes.join(", ")),
+        )
+    } else if ran < rule.passes.len() {
+        (
+            Mark::Partial,
+            format!(
+                "{who} passed {ran} of the {} scenarios that show it; run the rest",
+                rule.passes.len()
+            ),
+        )
+    } else if toothless {
+        (
+            Mark::Partial,
+            format!("{who} passed, but a mutant this check should catch slipped through"),
+        )
+    } else {
+        (
+            Mark::Met,
+            format!("{who} passed every scenario that shows it"),
+        )
+    };
+    match rule.id {
+        "durable-monotonic-fencing" if mark != Mark::NotMet => {
+            match (deployment.fence_source, deployment.replication) {
+                (FenceSource::RedisCounter, Replication::Async) => {
+                    mark = Mark::NotMet;
+                    summary = "fences come from the Redis counter and Redis replicates \
+                               asynchronously: a failover can hand a fence out twice"
+                        .to_owned();
+                    found.push(evidence(sweep, FAILOVER.0, FAILOVER.1));
+                }
+                (FenceSource::RedisCounter, Replication::None) => {
+                    mark = mark.max(Mark::Partial);
+                    summary = "fences come from the Redis counter: durable only as far as \
+                               Redis persistence keeps the counter across a restart"
+                        .to_owned();
+                }
+                (FenceSource::Store, _) => {}
+            }
+        }
+        "crash-and-failover-tested" if mark == Mark::Met && sweep.world == WorldKind::Sim => {
+            mark = Mark::Partial;
+            summary = "crashes and failover pass in the simulation; the article asks for the \
+                       deployment's real Redis and database too (run with --world real)"
+                .to_owned();
+        }
+        _ => {}
+    }
+    ChecklistItem {
+        id: rule.id.to_owned(),
+        title: rule.title.to_owned(),
+        article: rule.article.to_owned(),
+        mark,
+        summary,
+        evidence: dedup(found),
+    }
+}
+
+fn dedup(items: Vec<Evidence>) -> Vec<Evidence> {
+    let mut out: Vec<Evidence> = Vec::with_capacity(items.len());
+    for item in items {
+        if !out
+            .iter()
+            .any(|e| e.scenario == item.scenario && e.protocol == item.protocol)
+        {
+            out.push(item);
+        }
+    }
+    out
+}
+
+/// Adds what the curve says about jitter to the jittered-retries item.
+fn jitter_evidence(item: &mut ChecklistItem, curve: &[CurvePoint]) {
+    let most = curve.iter().map(|p| p.workers).max().unwrap_or(0);
+    let at = |jitter: bool| {
+        curve
+            .iter()
+            .find(|p| p.workers == most && p.jitter == jitter)
+    };
+    if let (Some(with), Some(without)) = (at(true), at(false)) {
+        item.evidence.push(Evidence {
+            scenario: "hotspot-load".to_owned(),
+            protocol: "wait curve".to_owned(),
+            status: None,
+            text: format!(
+                "at {most} workers: p99 wait {:.0} ms and {:.1} attempts per acquisition with \
+                 full jitter, {:.0} ms and {:.1} without",
+                with.wait_ms_p99,
+                with.attempts_per_acquisition,
+                without.wait_ms_p99,
+                without.attempts_per_acquisition
+            ),
+        });
+    }
+}
+
+fn exposures(sweep: &Sweep, deployment: &Deployment) -> Vec<Exposure> {
+    let mut out = Vec::new();
+    match (deployment.fence_source, deployment.replication) {
+        (FenceSource::RedisCounter, Replication::Async) => out.push(Exposure {
+            kind: ExposureKind::Exposed,
+            failure: "Redis counter as fence source with asynchronous replication: a failover \
+                      hands a fence out twice"
+                .to_owned(),
+            why: "an INCR the primary acknowledged but had not yet replicated is lost when the \
+                  replica is promoted; the next acquire gets a fence already issued, two owners \
+                  carry the same fence and the store cannot tell them apart. WAIT narrows the \
+                  window but does not close it."
+                .to_owned(),
+            mitigation: "take fences from the database (FenceSourceKind::Postgres, \
+                         LockClientBuilder::postgres_fences), or run without a promotable replica"
+                .to_owned(),
+            evidence: vec![evidence(sweep, FAILOVER.0, FAILOVER.1)],
+        }),
+        (FenceSource::RedisCounter, Replication::None) => out.push(Exposure {
+            kind: ExposureKind::Exposed,
+            failure: "Redis counter as fence source: a restart that loses data restarts the \
+                      counter"
+                .to_owned(),
+            why: "without an fsync'd append-only file, a Redis restart forgets the counter; the \
+                  fences it then issues were issued before. The store still refuses them (they \
+                  are not above its last fence), so storage stays safe but writes stall as \
+                  stale until the counter passes the store's last fence."
+                .to_owned(),
+            mitigation: "take fences from the database, or persist Redis with appendfsync always"
+                .to_owned(),
+            evidence: vec![evidence(sweep, "redis-unavailable", &deployment.protocol)],
+        }),
+        (FenceSource::Store, _) => {}
+    }
+    for cell in sweep
+        .cells
+        .iter()
+        .filter(|c| c.protocol == deployment.protocol && c.failed_runs > 0)
+    {
+        let (property, explanation) = cell
+            .first_failure
+            .as_ref()
+            .and_then(|r| {
+                r.verdicts
+                    .iter()
+                    .find(|v| v.status == redfence_scenarios::Status::Violated)
+                    .map(|v| (v.property.name().to_owned(), v.explanation.clone()))
+                    .or_else(|| r.error.clone().map(|e| ("run".to_owned(), e)))
+            })
+            .unwrap_or_else(|| ("run".to_owned(), "the run failed".to_owned()));
+        out.push(Exposure {
+            kind: ExposureKind::Exposed,
+            failure: format!("{}: {property} violated", cell.scenario),
+            why: explanation,
+            mitigation: "fix the protocol; the replay line in the cell's detail reproduces it"
+                .to_owned(),
+            evidence: vec![evidence(sweep, &cell.scenario, &cell.protocol)],
+        });
+    }
+    let untested: Vec<&str> = redfence_scenarios::catalog::all()
+        .iter()
+        .map(|s| s.name())
+        .filter(|name| sweep.cell(name, &deployment.protocol).is_none())
+        .collect();
+    if !untested.is_empty() {
+        out.push(Exposure {
+            kind: ExposureKind::Untested,
+            failure: format!("scenarios not run: {}", untested.join(", ")),
+            why: format!(
+                "this run did not put {} through them, so nothing is known",
+                deployment.protocol
+            ),
+            mitigation: "run every scenario (redfence run without --scenario)".to_owned(),
+            evidence: Vec::new(),
+        });
+    }
+    if sweep.world == WorldKind::Sim {
+        out.push(Exposure {
+            kind: ExposureKind::Untested,
+            failure: "the deployment's real Redis, failover mechanism and database".to_owned(),
+            why: "this run used the deterministic simulation; real failover (Sentinel or a \
+                  managed service), persistence settings and network behaviour were not \
+                  exercised"
+                .to_owned(),
+            mitigation: "run the same scenarios with --world real against a copy of the \
+                         deployment's topology"
+                .to_owned(),
+            evidence: Vec::new(),
+        });
+    }
+    out.push(Exposure {
+        kind: ExposureKind::OutOfScope,
+        failure: "side effects outside the fenced store (emails, external APIs, queues)".to_owned(),
+        why: "fencing protects only a target that checks the fence; a stale owner's email or \
+              API call goes through"
+            .to_owned(),
+        mitigation: "an idempotency key, a transactional outbox or a mediator that checks fences"
+            .to_owned(),
+        evidence: Vec::new(),
+    });
+    out
+}
+
+/// The checklist and unprotected list of `sweep` for `deployment`.
+pub fn readiness(
+    sweep: &Sweep,
+    deployment: &Deployment,
+    curve: Option<&[CurvePoint]>,
+) -> Readiness {
+    let mut items: Vec<ChecklistItem> = RULES
+        .iter()
+        .map(|rule| judge(rule, sweep, deployment))
+        .collect();
+    if let (Some(curve), Some(item)) =
+        (curve, items.iter_mut().find(|i| i.id == "jittered-retries"))
+    {
+        jitter_evidence(item, curve);
+    }
+    Readiness {
+        items,
+        unprotected: exposures(sweep, deployment),
+    }
+}
