@@ -39,6 +39,7 @@ pub mod mutation;
 pub mod property;
 pub mod protocol;
 pub mod protocols;
+pub mod real_world;
 pub mod recorder;
 pub mod run;
 pub mod scenario;

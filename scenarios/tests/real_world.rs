@@ -1,0 +1,265 @@
+//! Scenarios against real Redis and PostgreSQL (`RealWorlds`, local
+//! processes behind the embedded Toxiproxy): the reference violates nothing,
+//! the properties that need Redis's ownership log come out undecided (real
+//! Redis keeps none), and the `no-fence-check` mutant is caught by the
+//! store's own fence log.
+//!
+//! Run under scripts/with-services, which installs and points at the
+//! server binaries:
+//! `bash scripts/with-services cargo test -p redfence-scenarios --test real_world`.
+//! Runs take real time (a 1 s lease is a real second), so each test runs a
+//! couple of scenario runs, one test at a time.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use redfence_core::{ResourceName, WriteOutcome};
+use redfence_scenarios::catalog;
+use redfence_scenarios::protocol::Protocol;
+use redfence_scenarios::protocols::{self, Reference};
+use redfence_scenarios::real_world::RealWorlds;
+use redfence_scenarios::run::{run_one, RunRecord, WorldFactory, WorldSpec};
+use redfence_scenarios::world::{Fault, WorkerEnv, WorldError, WorldKind};
+use redfence_scenarios::{FenceOutcome, Property, Status};
+
+/// Properties real Redis cannot decide: they need its ownership log.
+const NEED_REDIS_TRUTH: [Property; 3] = [
+    Property::UnlockSafety,
+    Property::RenewalSafety,
+    Property::BoundedLiveness,
+];
+
+/// Real runs share two CPU cores and their timing matters (leases, 150 ms
+/// operation timeouts): one at a time.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+fn worlds() -> RealWorlds {
+    RealWorlds::local_from_env().unwrap_or_else(|e| panic!("{e} (run under scripts/with-services)"))
+}
+
+fn run(scenario: &str, protocol: Arc<dyn Protocol>, seed: u64) -> RunRecord {
+    let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let scenario = catalog::by_name(scenario).expect("scenario in the catalog");
+    let started = Instant::now();
+    let record = run_one(&worlds(), scenario.as_ref(), protocol, seed);
+    eprintln!(
+        "{} × {} seed {seed}: {:.1} s, {}",
+        record.scenario,
+        record.protocol,
+        started.elapsed().as_secs_f64(),
+        summary(&record)
+    );
+    assert_eq!(record.world, WorldKind::Real);
+    record
+}
+
+fn summary(record: &RunRecord) -> String {
+    let mut lines = Vec::new();
+    if let Some(error) = &record.error {
+        lines.push(format!("error: {error}"));
+    }
+    for verdict in &record.verdicts {
+        lines.push(format!(
+            "{}: {:?} — {}",
+            verdict.property.name(),
+            verdict.status,
+            verdict.explanation
+        ));
+    }
+    lines.join("\n  ")
+}
+
+/// The reference on real servers: no error, nothing violated, and exactly
+/// the properties that need Redis's ownership log undecided.
+fn assert_reference_passes(record: &RunRecord) {
+    assert!(record.error.is_none(), "{}", summary(record));
+    assert!(record.violated().is_empty(), "{}", summary(record));
+    for verdict in &record.verdicts {
+        let expected = if NEED_REDIS_TRUTH.contains(&verdict.property) {
+            Status::Undecided
+        } else {
+            Status::Held
+        };
+        assert_eq!(
+            verdict.status,
+            expected,
+            "{}: {}",
+            verdict.property.name(),
+            summary(record)
+        );
+    }
+    let history = record.history.as_ref().expect("a judged run has a history");
+    assert!(history.redis_truth.is_none());
+    let store = history.store_truth.as_ref().expect("postgres's fence log");
+    assert!(!store.is_empty(), "the store logged the writes");
+}
+
+#[test]
+fn mutual_exclusion_reference() {
+    for seed in 0..2 {
+        let record = run("mutual-exclusion", Arc::new(Reference), seed);
+        assert_reference_passes(&record);
+        assert_eq!(record.metrics.writes_accepted, 9, "{}", summary(&record));
+    }
+}
+
+#[test]
+fn stale_worker_pause_reference() {
+    for seed in 0..2 {
+        let record = run("stale-worker-pause", Arc::new(Reference), seed);
+        assert_reference_passes(&record);
+        assert!(
+            record.metrics.fence_rejections >= 1,
+            "a stale write was refused: {}",
+            summary(&record)
+        );
+    }
+}
+
+#[test]
+fn stale_worker_pause_catches_no_fence_check() {
+    let mutant = protocols::by_name("no-fence-check").expect("shipped mutant");
+    let record = run("stale-worker-pause", mutant, 0);
+    assert!(
+        record.violated().contains(&Property::FenceOrder),
+        "{}",
+        summary(&record)
+    );
+}
+
+/// The world's own mechanics, without a scenario: a worker's paths, the
+/// unchecked store path, peek, crash, a partition, the store's truth on
+/// the world's clock, and a fault the layout cannot take.
+#[test]
+fn world_paths_faults_and_truth() {
+    let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let spec = WorldSpec {
+        seed: 0,
+        workers: 2,
+        replica: false,
+        lease_ms: 1_000,
+        latency_ms: (1, 3),
+        duration_ms_max: 10_000,
+        op_timeout_ms: 150,
+    };
+    let mut world = worlds().build(&spec).expect("a real world");
+    assert_eq!(world.kind(), WorldKind::Real);
+    assert_eq!(world.workers(), 2);
+
+    // Worker 0 sets a key, writes through the unchecked store path (first
+    // to a resource that does not exist), then works until it is crashed.
+    let writes: Arc<Mutex<Vec<WriteOutcome>>> = Arc::default();
+    let seen = writes.clone();
+    let job = move |env: WorkerEnv| -> redfence_scenarios::world::WorkerFuture {
+        Box::pin(async move {
+            let mut redis = env.redis.clone();
+            let _: () = redis::cmd("SET")
+                .arg("probe-key")
+                .arg(&env.name)
+                .query_async(&mut redis)
+                .await
+                .expect("SET through the proxy");
+            let missing = env
+                .raw_store
+                .write_unchecked("nowhere", 7, "o7", None, "x")
+                .await
+                .expect("unchecked write");
+            let name = ResourceName::new("probe").expect("name");
+            env.store.ensure_resource(&name).await.expect("ensure");
+            let written = env
+                .raw_store
+                .write_unchecked("probe", 7, "o7", Some("job-7"), "x")
+                .await
+                .expect("unchecked write");
+            assert_eq!(env.raw_store.read_fence("probe").await.expect("read"), 7);
+            seen.lock().expect("lock").extend([missing, written]);
+            tokio::time::sleep(Duration::from_secs(60)).await;
+        })
+    };
+    world.spawn_worker(0, Box::new(job)).expect("spawn w0");
+    let deadline_ms = world.now_ms() + 5_000;
+    // Bounded by the deadline.
+    while world.peek("probe-key").expect("peek").is_none() && world.now_ms() < deadline_ms {
+        world.run_for(5).expect("run");
+    }
+    assert_eq!(
+        world.peek("probe-key").expect("peek").as_deref(),
+        Some("w0")
+    );
+    // Bounded by the deadline.
+    while writes.lock().expect("lock").len() < 2 && world.now_ms() < deadline_ms {
+        world.run_for(5).expect("run");
+    }
+    assert_eq!(
+        *writes.lock().expect("lock"),
+        [WriteOutcome::NotFound, WriteOutcome::Accepted]
+    );
+    assert!(!world.worker_done(0).expect("w0"));
+    world.inject(&Fault::CrashWorker(0)).expect("crash");
+    assert!(
+        world.worker_done(0).expect("w0"),
+        "a crashed worker is done"
+    );
+
+    // Worker 1, cut off from Redis, gets a definite failure (refused), not
+    // a hang; after the heal its next request goes through.
+    world.inject(&Fault::PartitionRedis(1)).expect("partition");
+    let results: Arc<Mutex<Vec<bool>>> = Arc::default();
+    let seen = results.clone();
+    let job = move |env: WorkerEnv| -> redfence_scenarios::world::WorkerFuture {
+        Box::pin(async move {
+            let mut redis = env.redis.clone();
+            let cut: redis::RedisResult<Option<String>> = redis::cmd("GET")
+                .arg("probe-key")
+                .query_async(&mut redis)
+                .await;
+            seen.lock()
+                .expect("lock")
+                .push(cut.is_err_and(|e| e.is_connection_refusal()));
+            // Wait (bounded) for the heal, signalled by the key changing.
+            for _ in 0..500 {
+                let got: redis::RedisResult<Option<String>> = redis::cmd("GET")
+                    .arg("healed")
+                    .query_async(&mut redis)
+                    .await;
+                if got.is_ok() {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            seen.lock().expect("lock").push(true);
+        })
+    };
+    world.spawn_worker(1, Box::new(job)).expect("spawn w1");
+    world.run_for(300).expect("run");
+    assert_eq!(*results.lock().expect("lock"), [true], "refused while cut");
+    world.inject(&Fault::HealRedis(1)).expect("heal");
+    let deadline_ms = world.now_ms() + 5_000;
+    // Bounded by the deadline.
+    while !world.worker_done(1).expect("w1") && world.now_ms() < deadline_ms {
+        world.run_for(10).expect("run");
+    }
+    assert!(
+        world.worker_done(1).expect("w1"),
+        "w1 got through after the heal"
+    );
+
+    let truth = world.truth("lock:probe", "probe").expect("truth");
+    assert_eq!(truth.redis, None, "real Redis keeps no ownership log");
+    let log = truth.store.expect("postgres's fence log");
+    assert_eq!(log.len(), 1, "{log:?}");
+    assert_eq!(
+        (log[0].fence, log[0].outcome, log[0].job_id.as_deref()),
+        (7, FenceOutcome::Accepted, Some("job-7"))
+    );
+    assert!(
+        log[0].at_ms <= world.now_ms(),
+        "on the world's clock: {log:?}"
+    );
+
+    let refused = world.inject(&Fault::FailOver).unwrap_err();
+    assert!(
+        matches!(refused, WorldError::Unsupported { .. }),
+        "no replica asked for: {refused}"
+    );
+}
