@@ -25,7 +25,7 @@ use redfence_scenarios::Status;
 use crate::document::{FenceSource, Replication, Report, ReportKind};
 use crate::escape::{attr, cell_id, scenario_id, text};
 use crate::labels::{
-    cell_bad, cell_class, cell_mark, cell_meaning, expectation_words, verdict_word,
+    cell_bad, cell_class, cell_mark, cell_meaning, expectation_words, op_words, verdict_word,
 };
 use crate::plots::{bars_svg, curve_svg, histogram_svg, waits_ms};
 use crate::readiness::{Evidence, ExposureKind, Mark};
@@ -335,6 +335,9 @@ fn readiness(out: &mut String, report: &Report) {
         "<section id=\"readiness\"><h2>Rollout readiness</h2><p>The design article's pre-production list (<em>“Sebelum produksi, pastikan implementasi memiliki …”</em>), each item marked by evidence from this run for <strong>{}</strong>. An item is met only when every scenario that shows it ran and passed; the mutant catches listed show the check would notice the bug.</p><table class=\"checklist\"><thead><tr><th>item</th><th>article</th><th>mark</th><th>evidence</th></tr></thead><tbody>",
         text(&deployment_words(report))
     );
+    if report.kind == ReportKind::Replay {
+        h(out, "<tr><td colspan=\"4\" class=\"mark-no-evidence\">This is the report of one replayed seed, so most items have no evidence here: the checklist is meant for the full sweep (<code>redfence run --out DIR</code>).</td></tr>");
+    }
     for item in &report.readiness.items {
         let evidence: String = item.evidence.iter().map(evidence_html).collect();
         let _ = write!(
@@ -732,18 +735,7 @@ pub fn slice_lines(history: &History, verdict: &redfence_scenarios::Verdict) -> 
     let mut lines = Vec::new();
     for id in &verdict.slice.op_ids {
         if let Some(op) = history.op(*id) {
-            let done = op
-                .complete_ms
-                .map_or_else(|| "no answer".to_owned(), |c| format!("{c} ms"));
-            lines.push(format!(
-                "op #{} {} (owner {}) {:?} at {} ms → {done}: {:?}",
-                op.id,
-                op.worker,
-                op.owner.as_deref().map(short_owner).unwrap_or_default(),
-                op.kind,
-                op.invoke_ms,
-                op.outcome
-            ));
+            lines.push(format!("op {}", op_words(op)));
         }
     }
     for o in &verdict.slice.ownership {

@@ -1,8 +1,11 @@
-//! Words every format shares: how a cell status, a verdict status and an
-//! expectation are called, so the HTML, Markdown and JUnit outputs never
-//! disagree about what a cell means.
+//! Words every format shares: how a cell status, a verdict status, an
+//! expectation and an operation are called, so the HTML, Markdown and JUnit
+//! outputs (and the timeline's tooltips) never disagree about what they mean.
 
+use redfence_scenarios::history::Op;
 use redfence_scenarios::sweep::{Cell, CellStatus, Expectation};
+use redfence_scenarios::timeline::{kind, outcome};
+use redfence_scenarios::verdict::short_owner;
 use redfence_scenarios::Status;
 
 /// The short mark of a cell in a matrix (as the CLI prints it).
@@ -70,4 +73,23 @@ pub fn expectation_words(expectation: &Expectation) -> String {
         ),
         Expectation::Any => "nothing promised".to_owned(),
     }
+}
+
+/// One op as a line a person reads.
+pub fn op_words(op: &Op) -> String {
+    let done = match op.complete_ms {
+        Some(at) => format!("{} at {at} ms", outcome(&op.outcome)),
+        None => format!("no answer ({})", outcome(&op.outcome)),
+    };
+    let owner = op
+        .owner
+        .as_deref()
+        .map_or_else(String::new, |o| format!(" (owner {})", short_owner(o)));
+    format!(
+        "#{} {}{owner}: {} at {} ms → {done}",
+        op.id,
+        op.worker,
+        kind(op),
+        op.invoke_ms
+    )
 }

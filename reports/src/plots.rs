@@ -57,7 +57,7 @@ pub fn waits_ms(history: &History) -> Vec<u64> {
     waits
 }
 
-fn frame(out: &mut String, class: &str, label: &str, y_max: f64, y_unit: &str) {
+fn frame(out: &mut String, class: &str, label: &str, (y_max, ticks): (f64, u32), y_unit: &str) {
     let _ = writeln!(
         out,
         r#"<svg class="chart {class}" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {CHART_W} {CHART_H}" width="{CHART_W}" height="{CHART_H}" role="img" aria-label="{l}"><text class="chart-title" x="{LEFT_W}" y="14">{t}</text>"#,
@@ -65,12 +65,18 @@ fn frame(out: &mut String, class: &str, label: &str, y_max: f64, y_unit: &str) {
         t = text(label),
     );
     let plot_h = CHART_H - TOP_H - BOTTOM_H;
-    for i in 0..=4 {
-        let value = y_max * f64::from(i) / 4.0;
-        let y = TOP_H + plot_h - plot_h * f64::from(i) / 4.0;
+    for i in 0..=ticks {
+        let value = y_max * f64::from(i) / f64::from(ticks);
+        let y = TOP_H + plot_h - plot_h * f64::from(i) / f64::from(ticks);
+        // 2.5-steps give halves; everything else is whole.
+        let value = if value.fract() == 0.0 {
+            format!("{value:.0}")
+        } else {
+            format!("{value:.1}")
+        };
         let _ = writeln!(
             out,
-            r#"<g class="grid"><line x1="{LEFT_W}" x2="{x2}" y1="{y:.1}" y2="{y:.1}"/><text x="{tx}" y="{ty:.1}" text-anchor="end">{value:.0}{y_unit}</text></g>"#,
+            r#"<g class="grid"><line x1="{LEFT_W}" x2="{x2}" y1="{y:.1}" y2="{y:.1}"/><text x="{tx}" y="{ty:.1}" text-anchor="end">{value}{y_unit}</text></g>"#,
             x2 = CHART_W - 10.0,
             tx = LEFT_W - 4.0,
             ty = y + 4.0,
@@ -78,17 +84,28 @@ fn frame(out: &mut String, class: &str, label: &str, y_max: f64, y_unit: &str) {
     }
 }
 
-/// A nice upper bound for an axis showing `max`.
-fn nice_max(max: f64) -> f64 {
+/// An axis for values up to `max`: (top, tick count), the top a multiple
+/// of a 1-2-2.5-5 step so every tick label is a round number; of 4 to 6
+/// ticks, the count giving the tightest top wins.
+fn axis(max: f64) -> (f64, u32) {
     if max <= 0.0 {
-        return 1.0;
+        return (1.0, 4);
     }
-    let magnitude = 10f64.powf(max.log10().floor());
-    [1.0, 2.0, 2.5, 5.0, 10.0]
-        .iter()
-        .map(|m| m * magnitude)
-        .find(|&v| v >= max)
-        .unwrap_or(max)
+    let mut best = (f64::MAX, 4);
+    for ticks in 4..=6u32 {
+        let raw = max / f64::from(ticks);
+        let magnitude = 10f64.powf(raw.log10().floor());
+        let step = [1.0, 2.0, 2.5, 5.0, 10.0]
+            .iter()
+            .map(|m| m * magnitude)
+            .find(|&v| v >= raw)
+            .unwrap_or(raw);
+        let top = step * f64::from(ticks);
+        if top < best.0 {
+            best = (top, ticks);
+        }
+    }
+    best
 }
 
 /// A histogram of `values_ms`.
@@ -100,8 +117,9 @@ pub fn histogram_svg(values_ms: &[u64], label: &str) -> String {
     for &v in values_ms {
         counts[((v / width_ms) as usize).min(BUCKETS as usize)] += 1;
     }
-    let y_max = nice_max(counts.iter().copied().max().unwrap_or(0) as f64);
-    frame(&mut out, "histogram", label, y_max, "");
+    let y_axis = axis(counts.iter().copied().max().unwrap_or(0) as f64);
+    let y_max = y_axis.0;
+    frame(&mut out, "histogram", label, y_axis, "");
     let plot_w = CHART_W - LEFT_W - 10.0;
     let plot_h = CHART_H - TOP_H - BOTTOM_H;
     let bar_w = plot_w / counts.len() as f64;
@@ -136,8 +154,9 @@ pub fn histogram_svg(values_ms: &[u64], label: &str) -> String {
 /// Bars of (name, value), e.g. acquisitions per worker.
 pub fn bars_svg(items: &[(String, f64)], label: &str) -> String {
     let mut out = String::new();
-    let y_max = nice_max(items.iter().map(|(_, v)| *v).fold(0.0, f64::max));
-    frame(&mut out, "bars", label, y_max, "");
+    let y_axis = axis(items.iter().map(|(_, v)| *v).fold(0.0, f64::max));
+    let y_max = y_axis.0;
+    frame(&mut out, "bars", label, y_axis, "");
     let plot_w = CHART_W - LEFT_W - 10.0;
     let plot_h = CHART_H - TOP_H - BOTTOM_H;
     let bar_w = plot_w / items.len().max(1) as f64;
@@ -166,12 +185,13 @@ pub fn curve_svg(curve: &[CurvePoint]) -> String {
     let mut workers: Vec<usize> = curve.iter().map(|p| p.workers).collect();
     workers.sort_unstable();
     workers.dedup();
-    let y_max = nice_max(curve.iter().map(|p| p.wait_ms_p99).fold(0.0, f64::max));
+    let y_axis = axis(curve.iter().map(|p| p.wait_ms_p99).fold(0.0, f64::max));
+    let y_max = y_axis.0;
     frame(
         &mut out,
         "curve",
         "acquire wait vs workers: full jitter against none (p99 solid, p50 dashed)",
-        y_max,
+        y_axis,
         "",
     );
     let plot_w = CHART_W - LEFT_W - 130.0;
@@ -244,10 +264,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn nice_max_rounds_up() {
-        assert_eq!(nice_max(0.0), 1.0);
-        assert_eq!(nice_max(7.0), 10.0);
-        assert_eq!(nice_max(180.0), 200.0);
-        assert_eq!(nice_max(2_100.0), 2_500.0);
+    fn axes_are_tight_and_round() {
+        assert_eq!(axis(0.0), (1.0, 4));
+        assert_eq!(axis(4.0), (4.0, 4));
+        assert_eq!(axis(19.0), (20.0, 4));
+        assert_eq!(axis(4_460.0), (5_000.0, 5));
     }
 }

@@ -19,11 +19,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
 use redfence_scenarios::history::{
-    FenceOutcome, History, OkValue, Op, OpKind, Outcome, OwnershipChange,
+    FenceOutcome, History, OkValue, OpKind, Outcome, OwnershipChange,
 };
 use redfence_scenarios::verdict::{short_owner, HistorySlice};
 
 use crate::escape::{attr, text};
+use crate::labels::op_words;
 
 /// Width of the lane labels.
 const LABEL_W: f64 = 170.0;
@@ -250,36 +251,6 @@ fn owners(history: &History) -> BTreeMap<String, (String, Option<i64>)> {
     map
 }
 
-fn op_title(op: &Op) -> String {
-    let what = match &op.kind {
-        OpKind::Acquire => "acquire".to_owned(),
-        OpKind::Renew => "renew".to_owned(),
-        OpKind::Release => "release".to_owned(),
-        OpKind::Write { fence, job_id } => format!(
-            "write fence {fence}{}",
-            job_id
-                .as_deref()
-                .map_or_else(String::new, |j| format!(" job {j}"))
-        ),
-        OpKind::Report { outcome, .. } => format!("report {outcome}"),
-    };
-    let outcome = match &op.outcome {
-        Outcome::Ok(value) => format!("{value:?}"),
-        Outcome::Fail(why) => format!("failed: {why}"),
-        Outcome::Indeterminate(why) => format!("unknown: {why}"),
-    };
-    let done = op
-        .complete_ms
-        .map_or_else(|| "no answer".to_owned(), |c| format!("{c} ms"));
-    format!(
-        "#{} {} {what} by {} at {} ms → {done}: {outcome}",
-        op.id,
-        op.worker,
-        op.owner.as_deref().map(short_owner).unwrap_or_default(),
-        op.invoke_ms
-    )
-}
-
 fn slice_class(hit: bool) -> &'static str {
     if hit {
         " in-slice"
@@ -365,7 +336,7 @@ fn worker_lane(
         let at = op.complete_ms.unwrap_or(op.invoke_ms);
         let x = scale.x(at);
         let hit = slice_class(highlight.ops.contains(&op.id));
-        let title = text(&op_title(op));
+        let title = text(&op_words(op));
         match (&op.kind, &op.outcome) {
             (OpKind::Acquire, Outcome::Ok(OkValue::Acquired { .. })) => {}
             (OpKind::Acquire, outcome) => {

@@ -20,7 +20,9 @@ struct Line {
     text: String,
 }
 
-fn kind(op: &Op) -> String {
+/// What `op` asked, in the timeline's words (`write fence=3 job=w1-job-0`);
+/// reports use the same words.
+pub fn kind(op: &Op) -> String {
     match &op.kind {
         OpKind::Acquire => "acquire".to_owned(),
         OpKind::Renew => "renew".to_owned(),
@@ -35,7 +37,8 @@ fn kind(op: &Op) -> String {
     }
 }
 
-fn outcome(outcome: &Outcome) -> String {
+/// How an op ended, in the timeline's words (`rejected stale (store at 9)`).
+pub fn outcome(outcome: &Outcome) -> String {
     match outcome {
         Outcome::Ok(value) => match value {
             OkValue::Acquired { fence: Some(f) } => format!("acquired fence={f}"),
