@@ -69,6 +69,7 @@ nav a { margin-right: 12px; }
 .legend span { display: inline-block; margin-right: 14px; font-size: 12px; }
 .legend i { display: inline-block; width: 14px; height: 10px; margin-right: 4px; vertical-align: middle; }
 svg text { font: 11px system-ui, sans-serif; fill: #1d2430; }
+svg.timeline, svg.chart { max-width: 100%; height: auto; }
 svg .lane-bg { fill: #ffffff; stroke: #e3e7ee; }
 svg .redis-bg { fill: #f7f3fc; }
 svg .store-bg { fill: #f3f8f4; }
@@ -91,9 +92,11 @@ svg .write.rejected circle, svg .store-write.rejected rect { fill: #e74c3c; }
 svg .write.done circle, svg .write.other circle, svg .store-write.done rect, svg .store-write.other rect { fill: #bdc3c7; }
 svg .write.unknown circle, svg .write.failed circle { fill: #f39c12; }
 svg .write-label { font-size: 10px; }
+svg text.report { font-size: 9px; fill: #b9770e; font-style: italic; }
 svg .write.rejected .write-label { fill: #c0392b; font-weight: 600; }
 svg .fault { fill: #f5b041; opacity: 0.35; }
 svg .fault.partition, svg .fault.drop { fill: #95a5a6; }
+svg .fault.latency { fill: #d6eaf8; opacity: 0.6; }
 svg .fault.global { fill: #e74c3c; opacity: 0.12; }
 svg line.fault { stroke: #c0392b; stroke-width: 2; stroke-dasharray: 5 3; opacity: 0.9; }
 svg .fault-label { font-size: 9px; fill: #7e5109; }
@@ -607,7 +610,7 @@ fn cell_detail(out: &mut String, report: &Report, cell: &Cell, describe: &str) {
 }
 
 fn legend(out: &mut String) {
-    h(out, "<p class=\"legend\"><span><i style=\"background:#5b8def\"></i>lease held (worker's view)</span><span><i style=\"background:#8e5bd6\"></i>lock holder (Redis server's view)</span><span><i style=\"background:#27ae60\"></i>write accepted (fN = fence)</span><span><i style=\"background:#e74c3c\"></i>write rejected as stale</span><span><i style=\"background:#1e8449;height:14px;width:3px\"></i>renewal</span><span><i style=\"background:#a0a8b5;width:3px\"></i>contended attempt</span><span><i style=\"background:#f5b041;opacity:0.5\"></i>pause</span><span><i style=\"background:#95a5a6;opacity:0.5\"></i>partition / lost replies</span><span><i style=\"background:#e74c3c;opacity:0.3\"></i>Redis-wide fault</span><span><i style=\"background:#c0392b\"></i>crash (✕) · slice of a violation (red ring)</span></p>");
+    h(out, "<p class=\"legend\"><span><i style=\"background:#5b8def\"></i>lease held (worker's view)</span><span><i style=\"background:#8e5bd6\"></i>lock holder (Redis server's view)</span><span><i style=\"background:#27ae60\"></i>write accepted (fN = fence)</span><span><i style=\"background:#e74c3c\"></i>write rejected as stale</span><span><i style=\"background:#1e8449;height:14px;width:3px\"></i>renewal</span><span><i style=\"background:#a0a8b5;width:3px\"></i>contended attempt</span><span><i style=\"background:#f5b041;opacity:0.5\"></i>pause</span><span><i style=\"background:#95a5a6;opacity:0.5\"></i>partition / lost replies</span><span><i style=\"background:#d6eaf8\"></i>added latency</span><span><i style=\"background:#e74c3c;opacity:0.3\"></i>Redis-wide fault</span><span><i style=\"background:#c0392b\"></i>crash (✕) · slice of a violation (red ring)</span></p>");
 }
 
 fn run_detail(out: &mut String, record: &RunRecord, which: &str) {

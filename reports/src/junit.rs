@@ -86,11 +86,10 @@ pub fn render(report: &Report) -> String {
         for cell in cells {
             let _ = write!(
                 out,
-                r#"    <testcase classname="redfence.{}.{}" name="{} [{}]" time="0">"#,
+                r#"    <testcase classname="redfence.{}.{}" name="{}" time="0">"#,
                 cell.world.name(),
                 attr(&cell.scenario),
                 attr(&cell.protocol),
-                attr(&cell_mark(cell)),
             );
             if let Some((kind, message, body)) = failure(cell) {
                 let _ = write!(
@@ -101,11 +100,14 @@ pub fn render(report: &Report) -> String {
                     text(&body)
                 );
             }
+            // The mark (CAUGHT@n …) goes here, not in the name, so a test's
+            // name stays the same from run to run for CI history.
             let out_text = format!(
-                "{} × {} in the {} world: {} ({} runs, {} failing)\n{}",
+                "{} × {} in the {} world: {} — {} ({} runs, {} failing)\n{}",
                 cell.scenario,
                 cell.protocol,
                 cell.world.name(),
+                cell_mark(cell),
                 cell_meaning(cell.status),
                 cell.runs,
                 cell.failed_runs,

@@ -4,7 +4,8 @@
 //! a successful acquire to its release (or lost renewal, or crash), renewal
 //! ticks, contended attempts, fenced writes marked accepted or rejected with
 //! their fence numbers, pauses and other faults on that worker shaded, a
-//! crash as a cross. Below them, one lane per Redis server shows the
+//! crash as a cross, and a job's bad ending (failed, ownership lost, retry
+//! later) as a word. Below them, one lane per Redis server shows the
 //! server's own view of who held the lock (from `redis_truth`), and a lane
 //! for the store's fence log — so a reader sees at a glance a worker that
 //! still believes it holds a lock Redis gave to someone else. Faults that hit
@@ -19,7 +20,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
 use redfence_scenarios::history::{
-    FenceOutcome, History, OkValue, OpKind, Outcome, OwnershipChange,
+    FenceOutcome, History, OkValue, OpKind, Outcome, OwnershipChange, REPORT_SUCCESS,
 };
 use redfence_scenarios::verdict::{short_owner, HistorySlice};
 
@@ -29,9 +30,9 @@ use crate::labels::op_words;
 /// Width of the lane labels.
 const LABEL_W: f64 = 170.0;
 /// Width of the time axis.
-const PLOT_W: f64 = 1_000.0;
-/// Right margin.
-const RIGHT_W: f64 = 30.0;
+const PLOT_W: f64 = 940.0;
+/// Right margin, room for the labels of marks at the very end.
+const RIGHT_W: f64 = 120.0;
 /// Height of one lane.
 const LANE_H: f64 = 36.0;
 /// Height of the axis strip at the top.
@@ -145,8 +146,22 @@ fn fault_marks(history: &History) -> Vec<FaultMark> {
             .any(|(_, end, _)| matches(end, &fault.what, worker))
         {
             // An end: drawn by its window.
-        } else if fault.what.starts_with("redis latency 0 ms") {
-            // Removing latency ends nothing drawn.
+        } else if fault.what.starts_with("redis latency ") {
+            // Latency lasts until the worker's next latency change (0 ms
+            // removes it), so it is a window, not a moment.
+            if !fault.what.starts_with("redis latency 0 ms") {
+                let closed = history.faults[i + 1..]
+                    .iter()
+                    .find(|f| f.worker == fault.worker && f.what.starts_with("redis latency "))
+                    .map(|f| f.at_ms);
+                marks.push(FaultMark {
+                    start_ms: fault.at_ms,
+                    end_ms: Some(closed.unwrap_or(history.end_ms)),
+                    worker: fault.worker.clone(),
+                    class: "latency",
+                    label: fault.what.clone(),
+                });
+            }
         } else {
             marks.push(FaultMark {
                 start_ms: fault.at_ms,
@@ -400,6 +415,19 @@ fn worker_lane(
                     tx = x + 6.0,
                     ty = mid - 7.0,
                     sign = text(&sign),
+                );
+            }
+            // A job's bad ending is part of the story (gave up, failed
+            // closed, ownership lost); a success is already shown by its
+            // accepted write.
+            (OpKind::Report { outcome, .. }, _) if outcome != REPORT_SUCCESS => {
+                let _ = writeln!(
+                    out,
+                    r#"<text class="report{hit}" data-lane="{w}" data-op="{id}" x="{x:.1}" y="{y:.1}">{o}<title>{title}</title></text>"#,
+                    w = attr(worker),
+                    id = op.id,
+                    y = top + LANE_H - 3.0,
+                    o = text(outcome),
                 );
             }
             (OpKind::Report { .. }, _) => {}

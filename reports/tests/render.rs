@@ -131,6 +131,13 @@ fn timeline_draws_worker_lanes_redis_view_and_fenced_writes() {
     assert_eq!(rejected.len(), 1);
     let fence = rejected[0].attribute("data-fence").unwrap();
     assert!(text_of(rejected[0]).contains(&format!("f{fence} ✗")));
+    let reports = find(svg, "text", &["report"]);
+    assert!(
+        reports
+            .iter()
+            .any(|r| text_of(*r).starts_with("ownership-lost")),
+        "the stale worker's job ends in ownership lost, and the lane says so"
+    );
     let accepted = find(svg, "g", &["write", "accepted"]);
     assert!(!accepted.is_empty());
     assert!(accepted.iter().all(|w| text_of(*w).contains('✓')));
@@ -157,6 +164,9 @@ fn timeline_marks_crashes_failover_and_redis_wide_faults() {
     assert_eq!(marks.len(), 1);
     assert_eq!(marks[0].attribute("data-lane"), Some("w0"));
     assert_eq!(find(crash, "rect", &["dead"]).len(), 1);
+    let latency = find(crash, "rect", &["fault", "latency"]);
+    assert_eq!(latency.len(), 1, "added latency is a window on its worker");
+    assert_eq!(latency[0].attribute("data-lane"), Some("w0"));
 
     let failover = find(
         cell(&doc, "failover-counter-regression", "redis-counter-fences"),
