@@ -530,3 +530,37 @@ fn a_bare_sweep_renders_with_the_assumed_deployment() {
         .iter()
         .any(|i| i.mark == Mark::NoEvidence));
 }
+
+#[test]
+fn a_world_without_a_server_log_says_so_in_the_redis_lane() {
+    let mut report = golden("sweep_report.json");
+    let target = report
+        .sweep
+        .cells
+        .iter_mut()
+        .find(|c| c.scenario == "stale-worker-pause" && c.protocol == "reference")
+        .unwrap();
+    let history = target
+        .first_run
+        .as_mut()
+        .and_then(|r| r.history.as_mut())
+        .unwrap();
+    history.redis_truth = None;
+    history.store_truth = None;
+    let page = html::render(&report);
+    let doc = xml(&page);
+    let svg = find(
+        cell(&doc, "stale-worker-pause", "reference"),
+        "svg",
+        &["timeline"],
+    )[0];
+    let redis = find(svg, "g", &["lane", "redis"]);
+    assert_eq!(redis.len(), 1);
+    assert_eq!(redis[0].attribute("data-lane"), Some("redis:none"));
+    assert!(text_of(redis[0]).contains("keeps no server-side ownership log"));
+    assert!(find(svg, "rect", &["redis-hold"]).is_empty());
+    assert!(
+        !find(svg, "rect", &["hold"]).is_empty(),
+        "the workers' view is still drawn"
+    );
+}
