@@ -20,7 +20,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
 use redfence_scenarios::history::{
-    FenceOutcome, History, OkValue, OpKind, Outcome, OwnershipChange, REPORT_SUCCESS,
+    FenceOutcome, History, OkValue, Op, OpKind, Outcome, OwnershipChange, REPORT_SUCCESS,
 };
 use redfence_scenarios::verdict::{short_owner, HistorySlice};
 
@@ -203,7 +203,15 @@ struct HoldBar {
 
 fn hold_bars(history: &History, worker: &str, crash_ms: Option<u64>) -> Vec<HoldBar> {
     let mut bars = Vec::new();
-    for op in history.ops.iter().filter(|op| op.worker == worker) {
+    // The worker's own ops only: a holding ends by what its holder does,
+    // and owner tokens are not unique across workers under every protocol
+    // (the static-owner mutant shares one).
+    let mine: Vec<&Op> = history
+        .ops
+        .iter()
+        .filter(|op| op.worker == worker)
+        .collect();
+    for op in &mine {
         let (Some(fence), Some(start_ms), Some(owner)) =
             (op.acquired_fence(), op.complete_ms, op.owner.as_deref())
         else {
@@ -211,8 +219,7 @@ fn hold_bars(history: &History, worker: &str, crash_ms: Option<u64>) -> Vec<Hold
         };
         let mut end_ms = history.end_ms;
         let mut ended_by = "end of run";
-        for other in history
-            .ops
+        for other in mine
             .iter()
             .filter(|o| o.is_owner(owner) && o.invoke_ms >= start_ms && o.id != op.id)
         {
@@ -248,22 +255,30 @@ fn hold_bars(history: &History, worker: &str, crash_ms: Option<u64>) -> Vec<Hold
     bars
 }
 
-/// Owner token → (worker, fence), for labelling the Redis lane.
+/// Owner token → (worker, fence), for labelling the Redis lane. A token
+/// several workers used (the static-owner mutant) is labelled with all of
+/// them and no fence: the server cannot tell those holders apart.
 fn owners(history: &History) -> BTreeMap<String, (String, Option<i64>)> {
-    let mut map = BTreeMap::new();
+    let mut seen: BTreeMap<&str, (BTreeSet<&str>, BTreeSet<i64>)> = BTreeMap::new();
     for op in &history.ops {
         if let (Some(owner), OpKind::Acquire) = (op.owner.as_deref(), &op.kind) {
-            let fence = match &op.outcome {
-                Outcome::Ok(OkValue::Acquired { fence }) => *fence,
-                _ => None,
-            };
-            let entry = map
-                .entry(owner.to_owned())
-                .or_insert((op.worker.clone(), None));
-            entry.1 = entry.1.or(fence);
+            let entry = seen.entry(owner).or_default();
+            entry.0.insert(&op.worker);
+            if let Outcome::Ok(OkValue::Acquired { fence: Some(f) }) = &op.outcome {
+                entry.1.insert(*f);
+            }
         }
     }
-    map
+    seen.into_iter()
+        .map(|(owner, (workers, fences))| {
+            let fence = match fences.len() {
+                1 => fences.first().copied(),
+                _ => None,
+            };
+            let workers: Vec<&str> = workers.into_iter().collect();
+            (owner.to_owned(), (workers.join("/"), fence))
+        })
+        .collect()
 }
 
 fn slice_class(hit: bool) -> &'static str {
