@@ -361,11 +361,13 @@ async fn connect_worker(
 /// fresh one on the request after it broke.
 ///
 /// Why not redis-rs's `ConnectionManager`: it reconnects in the background
-/// with retries, and requests made meanwhile fail with the old connection's
-/// error ("broken pipe"), so a stopped or partitioned Redis looks
-/// indeterminate for as long as it is gone. Here the request after a break
-/// connects anew, and a refused connection is the definite failure the lock
-/// classifies as such (it did not run), as in the simulation.
+/// with retries, and requests made meanwhile fail with errors the lock can
+/// only read as indeterminate (seen: "broken pipe" for the whole of a Redis
+/// outage). Here the request after a break connects anew, so a partitioned
+/// worker (its proxy down) gets a refused connection: the definite failure
+/// the lock classifies as such (the command did not run). A stopped Redis
+/// still looks indeterminate: its proxy accepts the connection, then closes
+/// it when the upstream refuses.
 #[derive(Clone)]
 struct Reconnecting(Arc<ReconnectingInner>);
 
