@@ -25,7 +25,7 @@ use redfence_scenarios::Status;
 use crate::document::{FenceSource, Replication, Report, ReportKind};
 use crate::escape::{attr, cell_id, scenario_id, text};
 use crate::labels::{
-    cell_bad, cell_class, cell_mark, cell_meaning, expectation_words, op_words, verdict_word,
+    cell_bad, cell_class, cell_mark, cell_meaning, count, expectation_words, op_words, verdict_word,
 };
 use crate::plots::{bars_svg, curve_svg, histogram_svg, waits_ms};
 use crate::readiness::{Evidence, ExposureKind, Mark};
@@ -147,8 +147,8 @@ fn header(out: &mut String, report: &Report) {
     let sweep = &report.sweep;
     let seeds = match report.kind {
         ReportKind::Sweep => format!(
-            "{} seeds per cell from seed {}{}",
-            sweep.seeds,
+            "{} per cell from seed {}{}",
+            count(sweep.seeds, "seed"),
             sweep.seed_first,
             sweep
                 .shard
@@ -200,9 +200,9 @@ fn summary(out: &mut String, report: &Report) {
     if failed.is_empty() {
         let _ = write!(
             out,
-            "<li class=\"st-passed\"><strong>{}</strong> passed all {} scenarios it ran: every property held on every seed.</li>",
+            "<li class=\"st-passed\"><strong>{}</strong> passed all {} it ran: every property held on every seed.</li>",
             text(deployed),
-            mine.len()
+            count(mine.len() as u64, "scenario")
         );
     } else {
         let _ = write!(

@@ -93,3 +93,13 @@ pub fn op_words(op: &Op) -> String {
         op.invoke_ms
     )
 }
+
+/// `n` and `noun`, with an `s` unless `n` is 1 (`1 seed`, `50 seeds`).
+pub fn count(n: impl Into<u64>, noun: &str) -> String {
+    let n = n.into();
+    if n == 1 {
+        format!("{n} {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}

@@ -12,7 +12,7 @@ use std::fmt::Write as _;
 use redfence_scenarios::sweep::CellStatus;
 
 use crate::document::Report;
-use crate::labels::{cell_mark, verdict_word};
+use crate::labels::{cell_mark, count, verdict_word};
 use crate::readiness::{ExposureKind, Mark};
 
 /// Most bytes of the summary.
@@ -50,9 +50,10 @@ pub fn render(report: &Report) -> String {
     if failed.is_empty() {
         let _ = writeln!(
             out,
-            "✅ **{deployed}** passed all {ran} scenarios ({} world, {} seeds per cell).",
+            "✅ **{deployed}** passed all {} ({} world, {} per cell).",
+            count(ran as u64, "scenario"),
             sweep.world.name(),
-            sweep.seeds
+            count(sweep.seeds, "seed")
         );
     } else {
         let _ = writeln!(
