@@ -385,6 +385,35 @@ fn jitter_evidence(item: &mut ChecklistItem, curve: &[CurvePoint]) {
     }
 }
 
+/// Adds what hotspot-load measured to the contention-metrics item: the
+/// figures a team's dashboards should show under contention.
+fn contention_evidence(item: &mut ChecklistItem, sweep: &Sweep, protocol: &str) {
+    let Some(record) = sweep
+        .cell("hotspot-load", protocol)
+        .and_then(|c| c.first_run.as_ref())
+    else {
+        return;
+    };
+    let m = &record.metrics;
+    let per_worker: Vec<u64> = m.acquisitions_per_worker.values().copied().collect();
+    item.evidence.push(Evidence {
+        scenario: "hotspot-load".to_owned(),
+        protocol: format!("{protocol}, seed {}", record.seed),
+        status: None,
+        text: format!(
+            "measured {} acquired / {} contended attempts, {:.2} attempts per acquisition,              wait p50 {} ms and p99 {} ms, {}–{} acquisitions per worker, {} gave up",
+            m.acquired,
+            m.contended,
+            m.attempts_per_acquisition,
+            m.wait_ms_p50,
+            m.wait_ms_p99,
+            per_worker.iter().min().unwrap_or(&0),
+            per_worker.iter().max().unwrap_or(&0),
+            m.retry_later
+        ),
+    });
+}
+
 fn exposures(sweep: &Sweep, deployment: &Deployment) -> Vec<Exposure> {
     let mut out = Vec::new();
     match (deployment.fence_source, deployment.replication) {
@@ -502,6 +531,9 @@ pub fn readiness(
         (curve, items.iter_mut().find(|i| i.id == "jittered-retries"))
     {
         jitter_evidence(item, curve);
+    }
+    if let Some(item) = items.iter_mut().find(|i| i.id == "contention-metrics") {
+        contention_evidence(item, sweep, &deployment.protocol);
     }
     Readiness {
         items,

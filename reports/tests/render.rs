@@ -302,6 +302,9 @@ fn readiness_marks_redis_counter_with_async_replication_unprotected() {
 #[test]
 fn hotspot_metrics_are_plotted() {
     let report = golden("hotspot_report.json");
+    // Judged again, so the checklist is this code's, not the golden's.
+    let deployment = report.deployment.clone();
+    let report = report.with_deployment(deployment);
     let curve = report
         .hotspot_curve
         .as_ref()
@@ -341,6 +344,18 @@ fn hotspot_metrics_are_plotted() {
         .evidence
         .iter()
         .any(|e| e.text.contains("with full jitter")));
+    let contention = report
+        .readiness
+        .items
+        .iter()
+        .find(|i| i.id == "contention-metrics")
+        .unwrap();
+    assert_eq!(contention.mark, Mark::Met);
+    assert!(contention
+        .evidence
+        .iter()
+        .any(|e| e.text.contains("attempts per acquisition")
+            && e.text.contains("acquisitions per worker")));
     assert!(text_of(metrics).contains("wait p50 / p90 / p99 / max"));
 }
 
