@@ -22,10 +22,13 @@ use crate::history::{
 };
 use crate::protocol::{Acquire, Held, Session, StepError, WriteResult};
 use crate::recorder::Recorder;
-use crate::world::WorkerEnv;
+use crate::world::{Trigger, WorkerEnv};
 
 /// Most jobs one worker plan may hold.
 pub const JOBS_MAX: usize = 10_000;
+
+/// Most faults armed on one worker at a time.
+pub const ARMED_MAX: usize = 16;
 
 /// Where a worker is in its flow.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -64,6 +67,10 @@ struct ProbeState {
     /// Jobs that reached `Holding`.
     acquisitions: u32,
     stats: Vec<JobStat>,
+    /// Faults to fire, once, when the worker enters a phase.
+    armed: Vec<(Phase, Trigger)>,
+    /// Armed faults that fired.
+    fired: u32,
 }
 
 /// A worker's position and statistics, shared with the scenario script.
@@ -90,12 +97,39 @@ impl Probe {
         self.lock().stats.clone()
     }
 
-    fn set(&self, phase: Phase) {
+    /// Arms `trigger` to fire, once, the moment the worker enters `phase`.
+    pub fn arm(&self, phase: Phase, trigger: Trigger) {
         let mut state = self.lock();
-        if phase == Phase::Holding {
-            state.acquisitions += 1;
+        assert!(
+            state.armed.len() < ARMED_MAX,
+            "at most {ARMED_MAX} armed faults"
+        );
+        state.armed.push((phase, trigger));
+    }
+
+    /// How many armed faults have fired.
+    pub fn fired(&self) -> u32 {
+        self.lock().fired
+    }
+
+    fn set(&self, phase: Phase) {
+        let due: Vec<Trigger> = {
+            let mut state = self.lock();
+            if phase == Phase::Holding {
+                state.acquisitions += 1;
+            }
+            state.phase = phase;
+            let (due, rest) = std::mem::take(&mut state.armed)
+                .into_iter()
+                .partition(|(at, _)| *at == phase);
+            state.armed = rest;
+            state.fired += due.len() as u32;
+            due.into_iter().map(|(_, trigger)| trigger).collect()
+        };
+        // Outside the lock: a trigger records the fault, which reads state.
+        for trigger in due {
+            trigger.fire();
         }
-        state.phase = phase;
     }
 
     fn stat(&self, stat: JobStat) {

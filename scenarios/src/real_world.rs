@@ -53,7 +53,8 @@ use crate::conn::RedisConn;
 use crate::history::{FenceOutcome, FenceRecord};
 use crate::run::{WorldFactory, WorldSpec};
 use crate::world::{
-    worker_name, Clock, Fault, RawStore, Truth, WorkerEnv, WorkerJob, World, WorldError, WorldKind,
+    worker_name, Clock, Fault, RawStore, Trigger, Truth, WorkerEnv, WorkerJob, World, WorldError,
+    WorldKind,
 };
 
 /// Store connections per worker: a worker runs one store operation at a
@@ -168,7 +169,10 @@ struct Slot {
     /// it replaced at once.
     redis_link: std::sync::Weak<ReconnectingInner>,
     task: Option<JoinHandle<()>>,
-    crashed: bool,
+    /// Shared with armed crash triggers, which fire inside the worker.
+    crashed: Arc<AtomicBool>,
+    /// The running job's abort handle, for triggers armed before it ran.
+    abort: Arc<std::sync::Mutex<Option<tokio::task::AbortHandle>>>,
     finished: Arc<AtomicBool>,
 }
 
@@ -236,7 +240,8 @@ impl RealWorld {
                 pause: FreezeSwitch::new(),
                 conns: Some(conns),
                 task: None,
-                crashed: false,
+                crashed: Arc::new(AtomicBool::new(false)),
+                abort: Arc::default(),
                 finished: Arc::new(AtomicBool::new(false)),
             })
             .collect();
@@ -557,7 +562,7 @@ impl World for RealWorld {
                 worker_name(index)
             )));
         }
-        if slot.crashed {
+        if slot.crashed.load(Ordering::SeqCst) {
             // As in the simulation: a worker crashed before it started
             // never runs its job.
             return Ok(());
@@ -588,6 +593,10 @@ impl World for RealWorld {
             paused.await;
             finished.store(true, Ordering::SeqCst);
         });
+        *self.slots[index]
+            .abort
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = Some(task.abort_handle());
         self.slots[index].task = Some(task);
         Ok(())
     }
@@ -609,7 +618,7 @@ impl World for RealWorld {
 
     fn worker_done(&self, index: usize) -> Result<bool, WorldError> {
         let slot = self.slot(index)?;
-        Ok(slot.crashed || slot.finished.load(Ordering::SeqCst))
+        Ok(slot.crashed.load(Ordering::SeqCst) || slot.finished.load(Ordering::SeqCst))
     }
 
     fn inject(&mut self, fault: &Fault) -> Result<(), WorldError> {
@@ -629,6 +638,32 @@ impl World for RealWorld {
         // Also after a failed fault: it may have got halfway.
         self.redis_connections_closed(closed);
         injected
+    }
+
+    fn trigger(&mut self, fault: &Fault) -> Result<Trigger, WorldError> {
+        match *fault {
+            Fault::PauseWorker(w) => {
+                let pause = self.slot(w)?.pause.clone();
+                Ok(Trigger::new(move || pause.freeze()))
+            }
+            Fault::CrashWorker(w) => {
+                let slot = self.slot(w)?;
+                let (crashed, abort) = (slot.crashed.clone(), slot.abort.clone());
+                Ok(Trigger::new(move || {
+                    crashed.store(true, Ordering::SeqCst);
+                    // Fired inside the job: it is dropped when its current
+                    // poll yields, closing its connections as a dying
+                    // process would.
+                    if let Some(abort) = &*abort.lock().unwrap_or_else(|e| e.into_inner()) {
+                        abort.abort();
+                    }
+                }))
+            }
+            ref other => Err(WorldError::Unsupported {
+                what: other.describe(),
+                why: "only a pause or a crash can be armed on a phase".to_owned(),
+            }),
+        }
     }
 
     fn peek(&mut self, key: &str) -> Result<Option<String>, WorldError> {
@@ -654,7 +689,7 @@ impl RealWorld {
             }
             Fault::CrashWorker(w) => {
                 let slot = &mut self.slots[w];
-                slot.crashed = true;
+                slot.crashed.store(true, Ordering::SeqCst);
                 // Never spawned: its connections die with it.
                 slot.conns = None;
                 if let Some(task) = &slot.task {

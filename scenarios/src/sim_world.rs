@@ -19,7 +19,8 @@ use crate::conn::RedisConn;
 use crate::history::{FenceOutcome, FenceRecord, OwnershipChange, OwnershipRecord};
 use crate::run::{WorldFactory, WorldSpec};
 use crate::world::{
-    worker_name, Clock, Fault, RawStore, Truth, WorkerEnv, WorkerJob, World, WorldError, WorldKind,
+    worker_name, Clock, Fault, RawStore, Trigger, Truth, WorkerEnv, WorkerJob, World, WorldError,
+    WorldKind,
 };
 
 /// Builds simulated worlds.
@@ -175,6 +176,23 @@ impl World for SimWorld {
             Fault::FailOver => sim.fail_over(),
         }
         .map_err(sim_error)
+    }
+
+    fn trigger(&mut self, fault: &Fault) -> Result<Trigger, WorldError> {
+        match *fault {
+            Fault::PauseWorker(w) => {
+                let (pause, _) = self.sim.worker_switches(w).map_err(sim_error)?;
+                Ok(Trigger::new(move || pause.freeze()))
+            }
+            Fault::CrashWorker(w) => {
+                let (_, kill) = self.sim.worker_switches(w).map_err(sim_error)?;
+                Ok(Trigger::new(move || kill.kill()))
+            }
+            ref other => Err(WorldError::Unsupported {
+                what: other.describe(),
+                why: "only a pause or a crash can be armed on a phase".to_owned(),
+            }),
+        }
     }
 
     fn peek(&mut self, key: &str) -> Result<Option<String>, WorldError> {

@@ -16,7 +16,7 @@ use crate::driver::{run_worker, Phase, Probe, WorkerPlan};
 use crate::history::{History, Limits};
 use crate::protocol::Protocol;
 use crate::recorder::Recorder;
-use crate::world::{Fault, WorkerEnv, World, WorldError};
+use crate::world::{Fault, Trigger, WorkerEnv, World, WorldError};
 
 /// Step of [`Stage::run_until`]: fine enough to land a fault within a few
 /// milliseconds of a worker reaching a phase.
@@ -193,6 +193,30 @@ impl<'w> Stage<'w> {
             self.world.run_for(POLL_STEP_MS.max(10))?;
         }
         Ok(false)
+    }
+
+    /// Arms `fault` (a pause or a crash of worker `index`) to fire inside
+    /// the worker the moment it enters `phase`, once, and be recorded then.
+    /// A write or an unlock lasts about a millisecond on real servers —
+    /// shorter than any polling step — so faults aimed at them are armed,
+    /// not polled for. See [`Probe::fired`].
+    pub fn arm(&mut self, index: usize, phase: Phase, fault: Fault) -> Result<(), WorldError> {
+        assert_eq!(
+            fault.worker(),
+            Some(index),
+            "an armed fault hits its own worker"
+        );
+        let trigger = self.world.trigger(&fault)?;
+        let recorder = self.recorder.clone();
+        let clock = self.world.clock();
+        self.probes[index].arm(
+            phase,
+            Trigger::new(move || {
+                recorder.fault(clock.now_ms(), &fault);
+                trigger.fire();
+            }),
+        );
+        Ok(())
     }
 
     /// Injects `fault` now and records it.

@@ -195,6 +195,28 @@ impl Fault {
     }
 }
 
+/// Applies a worker fault when called (see [`World::trigger`]).
+#[derive(Clone)]
+pub struct Trigger(Arc<dyn Fn() + Send + Sync>);
+
+impl Trigger {
+    /// A trigger running `apply`.
+    pub fn new(apply: impl Fn() + Send + Sync + 'static) -> Self {
+        Self(Arc::new(apply))
+    }
+
+    /// Applies the fault now.
+    pub fn fire(&self) {
+        (self.0)()
+    }
+}
+
+impl std::fmt::Debug for Trigger {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Trigger")
+    }
+}
+
 /// What a world knows about the servers' side of a run.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Truth {
@@ -276,6 +298,14 @@ pub trait World {
 
     /// Injects a fault now.
     fn inject(&mut self, fault: &Fault) -> Result<(), WorldError>;
+
+    /// A switch that applies `fault` — [`Fault::PauseWorker`] or
+    /// [`Fault::CrashWorker`] — when called, from anywhere, including from
+    /// inside the worker's own task. Scripts arm it on a phase (see
+    /// `Stage::arm`), so a fault aimed at a phase shorter than a polling step
+    /// (a write or an unlock takes about a millisecond on real servers) lands
+    /// exactly there: the worker stops when its current poll yields.
+    fn trigger(&mut self, fault: &Fault) -> Result<Trigger, WorldError>;
 
     /// The value of `key` on the current Redis primary, read out of band
     /// (not through any worker's path), so a script can act the moment a

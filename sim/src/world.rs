@@ -246,6 +246,17 @@ impl WorkerCtx {
     }
 }
 
+/// Crashes one worker when called (see [`World::worker_switches`]).
+#[derive(Clone, Debug)]
+pub struct WorkerKill(CrashSwitch);
+
+impl WorkerKill {
+    /// The worker's future is dropped at its next poll, never to run again.
+    pub fn kill(&self) {
+        self.0.crash();
+    }
+}
+
 /// Kills a worker's future the way a crash kills a process: it is dropped
 /// where it stands (its sockets close), never to run again.
 #[derive(Clone, Debug, Default)]
@@ -633,6 +644,15 @@ impl World {
         slot.crash.crash();
         self.fault(format!("crash {}", slot.name));
         Ok(())
+    }
+
+    /// Worker `index`'s pause switch and kill handle, to apply a pause or a
+    /// crash from inside the worker's own task the moment it reaches a point
+    /// (a fault aimed at a phase too short to hit between steps). Freezing
+    /// or killing takes effect when the worker's current poll yields.
+    pub fn worker_switches(&self, index: usize) -> Result<(FreezeSwitch, WorkerKill), WorldError> {
+        let slot = self.slot(index)?;
+        Ok((slot.pause.clone(), WorkerKill(slot.crash.clone())))
     }
 
     /// Whether worker `index` was crashed.

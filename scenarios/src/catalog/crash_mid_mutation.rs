@@ -8,7 +8,7 @@ use crate::scenario::{Param, Scenario, ScenarioError, Setup};
 use crate::stage::Stage;
 use crate::world::Fault;
 
-use super::{plan, reach, settle};
+use super::{plan, settle};
 
 /// The job both workers process (the redelivery).
 pub(super) const JOB_ID: &str = "job-redelivered";
@@ -67,8 +67,15 @@ pub(super) fn redelivery(
         }]
     };
     stage.spawn(0, plan(setup, job(), 0))?;
-    reach(stage, 0, at)?;
-    stage.fault(Fault::CrashWorker(0))?;
+    // Armed, not polled for: the phase lasts about a millisecond on real
+    // servers.
+    stage.arm(0, at, Fault::CrashWorker(0))?;
+    if !stage.run_until(super::STEP_MS_MAX, |s| s.world_done(0).unwrap_or(false))? {
+        return Err(ScenarioError::Stuck(format!(
+            "w0 never reached {at:?} (it is {:?})",
+            stage.phase(0)
+        )));
+    }
     stage.spawn(1, plan(setup, job(), 0))?;
     settle(stage)
 }

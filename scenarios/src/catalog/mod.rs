@@ -129,9 +129,11 @@ pub enum ResumeWhen {
     SuccessorHolding,
 }
 
-/// The classic takeover: `victim` (already spawned) is paused at `at`;
-/// its lease runs out; `successor` is spawned with `successor_plan` and
-/// takes the lock; the victim resumes per `resume` and finishes.
+/// The classic takeover: `victim` (already spawned, not yet at `at`) is
+/// paused the moment it enters `at` (an armed fault, so even a
+/// millisecond-long phase is hit exactly); its lease runs out; `successor`
+/// is spawned with `successor_plan` and takes the lock; the victim resumes
+/// per `resume` and finishes.
 pub fn takeover(
     stage: &mut Stage<'_>,
     victim: usize,
@@ -140,8 +142,15 @@ pub fn takeover(
     successor_plan: WorkerPlan,
     resume: ResumeWhen,
 ) -> Result<(), ScenarioError> {
-    reach(stage, victim, at)?;
-    stage.fault(Fault::PauseWorker(victim))?;
+    let fired = stage.probe(victim).fired();
+    stage.arm(victim, at, Fault::PauseWorker(victim))?;
+    if !stage.run_until(STEP_MS_MAX, |s| s.probe(victim).fired() > fired)? {
+        return Err(ScenarioError::Stuck(format!(
+            "{} never reached {at:?} (it is {:?})",
+            worker_name(victim),
+            stage.phase(victim)
+        )));
+    }
     stage.spawn(successor, successor_plan)?;
     match resume {
         ResumeWhen::SuccessorHolding => acquisitions(stage, successor, 1)?,
