@@ -33,6 +33,9 @@ enum Command {
     Explore(cli::explore::ExploreArgs),
     /// Re-render a report (HTML, Markdown, JSON, JUnit) from its JSON.
     Report(cli::report::ReportArgs),
+    /// Run the same cells in the simulation and the real world; table where
+    /// their verdicts agree.
+    Agree(cli::agree::AgreeArgs),
 }
 
 fn main() -> ExitCode {
@@ -42,6 +45,7 @@ fn main() -> ExitCode {
         Command::Run(run) => cli::run::run(run),
         Command::Replay(replay) => cli::replay::replay(replay),
         Command::Explore(explore) => cli::explore::explore(explore),
+        Command::Agree(agree) => cli::agree::agree(agree),
         Command::Report(report) => cli::report::report(report),
     };
     match result {

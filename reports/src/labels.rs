@@ -17,6 +17,7 @@ pub fn cell_mark(cell: &Cell) -> String {
         CellStatus::AlsoCaught => format!("also@{n}"),
         CellStatus::NotCaught => "-".to_owned(),
         CellStatus::Missed => "MISSED".to_owned(),
+        CellStatus::Undecidable => "n/d".to_owned(),
         CellStatus::Failed => "FAIL".to_owned(),
     }
 }
@@ -29,6 +30,7 @@ pub fn cell_class(status: CellStatus) -> &'static str {
         CellStatus::AlsoCaught => "st-also",
         CellStatus::NotCaught => "st-not-caught",
         CellStatus::Missed => "st-missed",
+        CellStatus::Undecidable => "st-not-caught",
         CellStatus::Failed => "st-failed",
     }
 }
@@ -41,6 +43,10 @@ pub fn cell_meaning(status: CellStatus) -> &'static str {
         CellStatus::AlsoCaught => "not promised here, but a property was violated anyway",
         CellStatus::NotCaught => "nothing promised here, and nothing was violated",
         CellStatus::Missed => "a promised catch did NOT happen within the seeds run",
+        CellStatus::Undecidable => {
+            "the promised property cannot be decided in this world: it needs the Redis \
+             server's ownership log, which real Redis does not keep"
+        }
         CellStatus::Failed => "this protocol must pass, and it violated a property",
     }
 }

@@ -242,6 +242,10 @@ fn cell_text(cell: &Cell) -> String {
         CellStatus::AlsoCaught => format!("also caught ({violated})"),
         CellStatus::NotCaught => format!("not caught in {} seeds (not promised)", cell.runs),
         CellStatus::Missed => format!("promised catch MISSED in {} seeds", cell.runs),
+        CellStatus::Undecidable => format!(
+            "promised property undecidable in this world ({} seeds)",
+            cell.runs
+        ),
         CellStatus::Failed => format!(
             "FAILED on {} of {} seeds ({violated})",
             cell.failed_runs, cell.runs

@@ -29,6 +29,7 @@
 
 #![deny(missing_docs)]
 
+pub mod agreement;
 pub mod catalog;
 pub mod checker;
 pub mod conn;

@@ -52,6 +52,21 @@ pub trait WorldFactory: Send + Sync {
     fn kind(&self) -> WorldKind;
     /// A fresh world as `spec` asks.
     fn build(&self, spec: &WorldSpec) -> Result<Box<dyn World>, WorldError>;
+
+    /// Checks that worlds can be built here at all (servers, images), so a
+    /// sweep fails fast with the reason instead of failing every run.
+    fn preflight(&self) -> Result<(), WorldError> {
+        self.build(&WorldSpec {
+            seed: 0,
+            workers: 1,
+            replica: false,
+            lease_ms: 1_000,
+            latency_ms: (1, 3),
+            duration_ms_max: 60_000,
+            op_timeout_ms: 150,
+        })
+        .map(drop)
+    }
 }
 
 /// Figures of one run, from its history and the workers' job statistics.
@@ -161,10 +176,15 @@ pub fn replay_line(
         ),
         None => (String::new(), String::new()),
     };
+    // The real world re-runs a seed; only the simulation reproduces it.
+    let file = match world {
+        WorldKind::Sim => "scenarios",
+        WorldKind::Real => "real_world",
+    };
     format!(
         "redfence replay {scenario} --protocol {protocol}{world_flag} --seed {seed}{flag}   \
          (cargo test: {env}{REPLAY_SEED_ENV}={seed} cargo test -p redfence-scenarios \
-         --test scenarios {test})",
+         --test {file} {test})",
         test = test_name(scenario),
     )
 }

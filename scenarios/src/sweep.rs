@@ -165,6 +165,10 @@ pub enum CellStatus {
     NotCaught,
     /// A promised catch did not happen within the seeds run.
     Missed,
+    /// A promised catch cannot happen in this world: the property needs
+    /// ground truth the world lacks (real Redis has no ownership log), and
+    /// it was undecided on every seed.
+    Undecidable,
     /// Expected to pass, and failed: a defect in the protocol (or harness).
     Failed,
 }
@@ -488,8 +492,9 @@ fn finish_cell(
     let (status, seeds_to_catch) = match &expectation {
         Expectation::Pass if any_failure => (CellStatus::Failed, None),
         Expectation::Pass => (CellStatus::Passed, None),
-        Expectation::Catch(_) => match acc.first_promised {
+        Expectation::Catch(promised) => match acc.first_promised {
             Some(position) => (CellStatus::Caught, Some(position)),
+            None if undecided_everywhere(&acc.tallies, promised) => (CellStatus::Undecidable, None),
             None => (CellStatus::Missed, None),
         },
         Expectation::Any if any_failure => (
@@ -514,11 +519,23 @@ fn finish_cell(
     }
 }
 
+/// Whether every one of `properties` was undecided on every seed run.
+fn undecided_everywhere(tallies: &[Tally], properties: &[Property]) -> bool {
+    properties.iter().all(|p| {
+        tallies
+            .iter()
+            .find(|t| t.property == *p)
+            .is_some_and(|t| t.held == 0 && t.violated == 0 && t.undecided > 0)
+    })
+}
+
 fn score(mutant: &str, cells: &[Cell]) -> MutantScore {
     let mine: Vec<&Cell> = cells.iter().filter(|c| c.protocol == mutant).collect();
+    // A catch this world cannot decide is neither promised nor missed here.
     let promised: Vec<&&Cell> = mine
         .iter()
         .filter(|c| matches!(c.expectation, Expectation::Catch(_)))
+        .filter(|c| c.status != CellStatus::Undecidable)
         .collect();
     let caught = promised
         .iter()

@@ -1,6 +1,7 @@
 //! The commands, one file each, and what they share: choosing scenarios,
 //! protocols and worlds by name with errors that list the known names.
 
+pub mod agree;
 pub mod explore;
 pub mod list;
 pub mod replay;
@@ -108,11 +109,16 @@ pub fn protocol(name: &str) -> Result<Arc<dyn Protocol>, CliError> {
 pub fn world(name: &str) -> Result<Box<dyn WorldFactory>, CliError> {
     match name {
         "sim" => Ok(Box::new(SimWorlds)),
-        "real" => Err(CliError::World(
-            "the real-server world (Redis and Postgres behind Toxiproxy) is not part of this \
-             build yet; use --world sim"
-                .to_owned(),
-        )),
+        "real" => {
+            let worlds = redfence_scenarios::real_world::RealWorlds::from_env()
+                .map_err(|e| CliError::World(e.to_string()))?;
+            // Starting servers can fail for reasons no run can fix (no
+            // image, no binaries): say so once, before any run.
+            worlds
+                .preflight()
+                .map_err(|e| CliError::World(e.to_string()))?;
+            Ok(Box::new(worlds))
+        }
         other => Err(CliError::Unknown {
             kind: "world",
             name: other.to_owned(),

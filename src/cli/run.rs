@@ -22,6 +22,9 @@ pub const CURVE_SEEDS_DEFAULT: u64 = 2;
 /// Seeds per cell when neither `--seeds` nor `--seed` is given.
 pub const SEEDS_DEFAULT: u64 = 50;
 
+/// Seeds per cell in the real world when none is asked for.
+pub const SEEDS_DEFAULT_REAL: u64 = 1;
+
 /// Arguments of `redfence run`.
 #[derive(Debug, Args)]
 pub struct RunArgs {
@@ -68,10 +71,13 @@ pub struct RunArgs {
 /// Runs the sweep and prints it.
 pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
     let worlds = super::world(&args.world)?;
+    let real = worlds.kind() == WorldKind::Real;
     let (seed_first, seeds) = match (args.seed, args.seeds) {
         (Some(seed), _) => (seed, 1),
         (None, Some(0)) => return Err(CliError::Invalid("--seeds must be at least 1".into())),
         (None, Some(n)) => (args.seed_first, n),
+        // A real-world run takes seconds of wall time, not milliseconds.
+        (None, None) if real => (args.seed_first, SEEDS_DEFAULT_REAL),
         (None, None) => (args.seed_first, SEEDS_DEFAULT),
     };
     let plan = SweepPlan {
@@ -79,7 +85,12 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
         protocols: super::protocols(&args.protocols)?,
         seed_first,
         seeds,
-        jobs: super::jobs(args.jobs)?,
+        // Real worlds each start their own servers and measure real time:
+        // one at a time unless asked, so runs do not starve each other.
+        jobs: match (real, args.jobs) {
+            (true, None) => 1,
+            _ => super::jobs(args.jobs)?,
+        },
         shard: args.shard,
     };
     if plan.seed_list().is_empty() {
@@ -172,6 +183,7 @@ fn symbol(status: CellStatus, seeds_to_catch: Option<u64>) -> String {
         CellStatus::AlsoCaught => format!("also@{}", seeds_to_catch.unwrap_or(0)),
         CellStatus::NotCaught => "-".to_owned(),
         CellStatus::Missed => "MISSED".to_owned(),
+        CellStatus::Undecidable => "n/d".to_owned(),
         CellStatus::Failed => "FAIL".to_owned(),
     }
 }
@@ -210,7 +222,8 @@ pub fn print_sweep(result: &Sweep) {
     println!(
         "\npass: every property held   CAUGHT@n: the promised violation, first on the n-th seed\n\
          also@n: not promised, failed anyway   -: not promised, not caught\n\
-         MISSED: a promised catch did not happen   FAIL: the reference failed"
+         MISSED: a promised catch did not happen   FAIL: the reference failed\n\
+         n/d: the promised property cannot be decided in this world (no Redis ownership log)"
     );
     if !result.mutants.is_empty() {
         println!("\nmutation score");

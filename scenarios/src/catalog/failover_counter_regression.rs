@@ -18,8 +18,9 @@ use crate::world::Fault;
 
 use super::{jobs, plan, settle};
 
-/// Jobs per worker.
-const JOBS: usize = 6;
+/// Jobs per worker: enough that work goes on after the failover, which
+/// takes a few hundred milliseconds on real servers.
+const JOBS: usize = 10;
 /// Work inside the critical section.
 const WORK_MS: u64 = 100;
 /// Pause before each job.

@@ -25,7 +25,8 @@
 //! run's first injected fault are judged: once faults fly, a best-effort
 //! give-back can fail to get through for any protocol, and that is not a
 //! design that walks away from its lock. Without the
-//! ownership log this rule is skipped (the verdict says so).
+//! ownership log this rule cannot be decided: a violation of the first rule
+//! still gives `Violated`, otherwise the verdict is `Undecided`.
 
 use std::collections::BTreeMap;
 
@@ -69,17 +70,23 @@ pub(super) fn check(history: &History) -> Verdict {
         if let Some(verdict) = orphan_lock(history) {
             return verdict;
         }
-        let orphans = if history.redis_truth.is_some() {
-            "; no failed acquire left a lock behind".to_owned()
-        } else {
-            format!("; whether a failed acquire left a lock behind is unknown ({NO_REDIS_TRUTH})")
-        };
+        let writes = format!(
+            "each of {accepted_count} accepted writes followed a completed successful acquire \
+             of its fence by its owner"
+        );
+        // As bounded-liveness does: half a property is not a verdict.
+        if history.redis_truth.is_none() {
+            return Verdict::undecided(
+                PROPERTY,
+                format!(
+                    "{writes}, but whether a failed acquire left a lock behind is unknown \
+                     ({NO_REDIS_TRUTH})"
+                ),
+            );
+        }
         return Verdict::held(
             PROPERTY,
-            format!(
-                "each of {accepted_count} accepted writes followed a completed successful \
-                 acquire of its fence by its owner{orphans}"
-            ),
+            format!("{writes}; no failed acquire left a lock behind"),
         );
     };
     let acquire = closest_acquire(history, &record.owner, record.fence);

@@ -1,0 +1,124 @@
+//! Sim-vs-real agreement: the same scenarios and protocols in both worlds
+//! should reach the same verdicts; any disagreement is a defect in one of
+//! the worlds, to be investigated, never tolerated.
+//!
+//! Seeds do not pair across worlds (the real world does not replay a
+//! seed), so verdicts are compared per cell and property as classes: was
+//! the property ever violated, over the seeds each world ran? A property
+//! the real world cannot decide (it has no Redis ownership log) is shown
+//! as such rather than counted as agreement.
+
+use serde::{Deserialize, Serialize};
+
+use crate::property::Property;
+use crate::sweep::{Cell, Sweep};
+
+/// How one property of one cell compares.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Compared {
+    /// Both worlds held it on every seed.
+    BothHeld,
+    /// Both worlds violated it on some seed.
+    BothViolated,
+    /// Violated in the simulation, held in the real world.
+    OnlySim,
+    /// Held in the simulation, violated in the real world.
+    OnlyReal,
+    /// The real world could not decide it (no ground truth there).
+    RealUndecided,
+    /// The simulation could not decide it (should not happen).
+    SimUndecided,
+    /// One of the worlds did not run this cell.
+    Missing,
+}
+
+impl Compared {
+    /// Whether this is a disagreement to investigate.
+    pub fn disagrees(self) -> bool {
+        matches!(self, Compared::OnlySim | Compared::OnlyReal)
+    }
+}
+
+/// One cell's comparison.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Row {
+    /// The scenario.
+    pub scenario: String,
+    /// The protocol.
+    pub protocol: String,
+    /// Per property, in [`Property::ALL`] order.
+    pub properties: Vec<(Property, Compared)>,
+    /// Why a world's runs did not count (a run error), if any.
+    pub note: Option<String>,
+}
+
+impl Row {
+    /// Whether any property disagrees.
+    pub fn disagrees(&self) -> bool {
+        self.properties.iter().any(|(_, c)| c.disagrees())
+    }
+}
+
+/// Ever violated / always held / never decided, over a cell's seeds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Class {
+    Violated,
+    Held,
+    Undecided,
+}
+
+fn class(cell: &Cell, property: Property) -> Class {
+    let Some(t) = cell.tallies.iter().find(|t| t.property == property) else {
+        return Class::Undecided;
+    };
+    if t.violated > 0 {
+        Class::Violated
+    } else if t.held > 0 {
+        Class::Held
+    } else {
+        Class::Undecided
+    }
+}
+
+/// Compares every cell `sim` and `real` both ran.
+pub fn compare(sim: &Sweep, real: &Sweep) -> Vec<Row> {
+    let mut rows = Vec::new();
+    for s in &sim.scenarios {
+        for p in &sim.protocols {
+            let (Some(a), b) = (sim.cell(&s.name, &p.name), real.cell(&s.name, &p.name)) else {
+                continue;
+            };
+            let note = b.and_then(|b| {
+                b.first_failure
+                    .as_ref()
+                    .and_then(|r| r.error.clone())
+                    .map(|e| format!("real: {e}"))
+            });
+            let properties = Property::ALL
+                .iter()
+                .map(|&property| {
+                    let compared = match b {
+                        None => Compared::Missing,
+                        Some(b) => match (class(a, property), class(b, property)) {
+                            (_, Class::Undecided) => Compared::RealUndecided,
+                            (Class::Undecided, _) => Compared::SimUndecided,
+                            (Class::Held, Class::Held) => Compared::BothHeld,
+                            (Class::Violated, Class::Violated) => Compared::BothViolated,
+                            (Class::Violated, Class::Held) => Compared::OnlySim,
+                            (Class::Held, Class::Violated) => Compared::OnlyReal,
+                        },
+                    };
+                    (property, compared)
+                })
+                .collect();
+            rows.push(Row {
+                scenario: s.name.clone(),
+                protocol: p.name.clone(),
+                properties,
+                note,
+            });
+        }
+    }
+    rows
+}

@@ -1,0 +1,118 @@
+//! `redfence agree`: the same scenarios and protocols in the simulation and
+//! in the real world, and a table of where their verdicts agree. Any
+//! disagreement is a defect in one of the worlds: the command exits 1 and
+//! names the cells to investigate.
+
+use std::process::ExitCode;
+
+use clap::Args;
+use redfence_scenarios::agreement::{compare, Compared, Row};
+use redfence_scenarios::sim_world::SimWorlds;
+use redfence_scenarios::sweep::{sweep, SweepPlan};
+use redfence_scenarios::Property;
+
+use super::CliError;
+
+/// Arguments of `redfence agree`.
+#[derive(Debug, Args)]
+pub struct AgreeArgs {
+    /// Scenario to compare (repeatable; default: all).
+    #[arg(long = "scenario", value_name = "NAME")]
+    scenarios: Vec<String>,
+    /// Protocol to compare (repeatable; default: all).
+    #[arg(long = "protocol", value_name = "NAME")]
+    protocols: Vec<String>,
+    /// Seeds per cell, in each world (a real run takes seconds). The same
+    /// count in both, so "violated on some seed" means the same thing.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    seeds: u64,
+    /// Write the comparison as JSON to this file.
+    #[arg(long, value_name = "FILE")]
+    json: Option<String>,
+}
+
+fn symbol(compared: Compared) -> &'static str {
+    match compared {
+        Compared::BothHeld => "ok",
+        Compared::BothViolated => "VV",
+        Compared::OnlySim => "S!",
+        Compared::OnlyReal => "R!",
+        Compared::RealUndecided => "n/d",
+        Compared::SimUndecided => "s?",
+        Compared::Missing => "--",
+    }
+}
+
+/// Runs both sweeps and prints the table.
+pub fn agree(args: AgreeArgs) -> Result<ExitCode, CliError> {
+    if args.seeds == 0 {
+        return Err(CliError::Invalid("--seeds must be at least 1".into()));
+    }
+    let real_worlds = super::world("real")?;
+    let scenarios = super::scenarios(&args.scenarios)?;
+    let protocols = super::protocols(&args.protocols)?;
+    let plan = |seeds, jobs| SweepPlan {
+        scenarios: scenarios.clone(),
+        protocols: protocols.clone(),
+        seed_first: 0,
+        seeds,
+        jobs,
+        shard: None,
+    };
+    eprintln!("simulation: {} seed(s) per cell…", args.seeds);
+    let sim = sweep(&SimWorlds, &plan(args.seeds, super::jobs(None)?), &|_| {});
+    eprintln!(
+        "real world: {} seed(s) per cell, one run at a time…",
+        args.seeds
+    );
+    let real = sweep(real_worlds.as_ref(), &plan(args.seeds, 1), &|p| {
+        eprint!("\r  {}/{} runs", p.done, p.total);
+    });
+    eprintln!();
+    let rows = compare(&sim, &real);
+    print_rows(&rows);
+    if let Some(path) = &args.json {
+        let json = serde_json::to_string_pretty(&rows).expect("rows serialise");
+        std::fs::write(path, json).map_err(|source| CliError::Write {
+            path: path.clone(),
+            source,
+        })?;
+    }
+    let disagreements: Vec<&Row> = rows.iter().filter(|r| r.disagrees()).collect();
+    if disagreements.is_empty() {
+        println!("\nno disagreement between the worlds");
+        Ok(ExitCode::SUCCESS)
+    } else {
+        println!("\n{} cell(s) disagree; investigate:", disagreements.len());
+        for row in disagreements {
+            println!("  {} × {}", row.scenario, row.protocol);
+        }
+        Ok(ExitCode::from(1))
+    }
+}
+
+fn print_rows(rows: &[Row]) {
+    print!("{:<30} {:<27}", "scenario", "protocol");
+    for (i, _) in Property::ALL.iter().enumerate() {
+        print!("{:>5}", format!("p{i}"));
+    }
+    println!();
+    for row in rows {
+        print!("{:<30} {:<27}", row.scenario, row.protocol);
+        for (_, compared) in &row.properties {
+            print!("{:>5}", symbol(*compared));
+        }
+        println!();
+        if let Some(note) = &row.note {
+            println!("{:>58}{note}", "");
+        }
+    }
+    println!();
+    for (i, property) in Property::ALL.iter().enumerate() {
+        println!("  p{i} {}", property.name());
+    }
+    println!(
+        "  ok both held   VV both violated   S! only the simulation violated   R! only the \
+         real world violated   n/d the real world cannot decide it (no Redis ownership log)"
+    );
+}
