@@ -32,6 +32,11 @@ use tokio::task::JoinHandle;
 use super::model::{ApiError, ProxyInput, ProxyJson, ToxicInput, ToxicJson};
 use crate::ports::{loopback, pick_port, PORT_PICK_ATTEMPTS_MAX};
 
+/// Tries to re-bind a proxy's own port while its old listener lets go.
+const REBIND_ATTEMPTS_MAX: usize = 50;
+/// Pause between those tries (50 × 20 ms: one second at most).
+const REBIND_PAUSE_MS: u64 = 20;
+
 /// How long stopping a proxy may take (listener closed, task ended).
 const PROXY_STOP_TIMEOUT_MS: u64 = 5_000;
 /// Queue depth of a proxy's toxic-event channel: noxious needs one, but
@@ -133,7 +138,7 @@ async fn start(
     let attempts = if asked.port() == 0 {
         PORT_PICK_ATTEMPTS_MAX
     } else {
-        1
+        REBIND_ATTEMPTS_MAX
     };
     let mut last_error = None;
     for _ in 0..attempts {
@@ -168,8 +173,20 @@ async fn start(
             Err(err) if err.kind() == ErrorKind::AddrInUse && asked.port() == 0 => {
                 last_error = Some(err);
             }
+            // A restart re-binds the proxy's own port; the listener just
+            // stopped may not have let go of it yet (seen once in 20 runs).
+            Err(err) if err.kind() == ErrorKind::AddrInUse => {
+                last_error = Some(err);
+                tokio::time::sleep(Duration::from_millis(REBIND_PAUSE_MS)).await;
+            }
             Err(err) => return Err(ApiError::internal(format!("listen tcp {addr}: {err}"))),
         }
+    }
+    if asked.port() != 0 {
+        return Err(ApiError::internal(format!(
+            "listen tcp {asked}: {}",
+            last_error.map_or_else(|| "no attempt".to_owned(), |e| e.to_string())
+        )));
     }
     Err(ApiError::internal(format!(
         "no free port for proxy {name}: {}",
