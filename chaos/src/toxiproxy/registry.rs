@@ -33,7 +33,7 @@ use super::model::{ApiError, ProxyInput, ProxyJson, ToxicInput, ToxicJson};
 use crate::ports::{loopback, pick_port, PORT_PICK_ATTEMPTS_MAX};
 
 /// Tries to re-bind a proxy's own port while its old listener lets go.
-const REBIND_ATTEMPTS_MAX: usize = 50;
+const REBIND_ATTEMPTS_MAX: u32 = 50;
 /// Pause between those tries (50 × 20 ms: one second at most).
 const REBIND_PAUSE_MS: u64 = 20;
 
