@@ -419,6 +419,13 @@ impl RealCluster {
     pub async fn cut_replication(&self) -> Result<()> {
         let replica = self.node_addr(RedisNode::Replica)?.to_owned();
         self.toxiproxy.set_enabled(REPLICATION_PROXY, false).await?;
+        // The embedded proxy can lose track of a live connection (a noxious
+        // race), and then disabling it leaves the replica's link open: close
+        // it from the replica's side too. It reconnects through the disabled
+        // proxy, which refuses, so the link stays down until restored.
+        let mut kill = redis::cmd("CLIENT");
+        kill.arg("KILL").arg("TYPE").arg("master");
+        let _ = admin_command::<i64>(&replica, RedisNode::Replica, kill).await;
         // The proxy closes the link asynchronously: until the replica has
         // seen it drop, a write could still slip through (seen in CI), so
         // the cut is only done once the replica says its link is down.
