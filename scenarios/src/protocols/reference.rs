@@ -12,11 +12,11 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use redfence_core::{
-    Attempt, FenceSourceKind, FencedStore, FencedWrite, JobId, JobOutcome, JobWrite, Lease,
-    LockClient, LockConfig, OwnerToken, Renewal,
+    Attempt, FenceSourceKind, FencedStore, FencedWrite, JobId, JobWrite, Lease, LockClient,
+    LockConfig, OwnerToken, Renewal,
 };
 
-use super::{lock_error, resource_name, store_error};
+use super::{lock_error, resource_name};
 use crate::conn::RedisConn;
 use crate::protocol::{Acquire, Held, Protocol, RenewalPolicy, Session, StepError, WriteResult};
 use crate::world::WorkerEnv;
@@ -135,13 +135,7 @@ impl Session for ReferenceSession {
                 value: value.to_owned(),
             },
         };
-        match self.store.apply_job(&job).await {
-            Ok(JobOutcome::Applied) => Ok(WriteResult::Applied),
-            Ok(JobOutcome::AlreadyDone) => Ok(WriteResult::AlreadyDone),
-            Ok(JobOutcome::Stale { last_fence }) => Ok(WriteResult::Stale { last_fence }),
-            Ok(JobOutcome::NotFound) => Ok(WriteResult::NotFound),
-            Err(e) => Err(store_error(e)),
-        }
+        super::wire::job_result(self.store.apply_job(&job).await)
     }
 
     fn renewal(&self) -> RenewalPolicy {
