@@ -45,7 +45,8 @@ use redis::aio::{ConnectionLike, MultiplexedConnection};
 use redis::{
     AsyncConnectionConfig, Cmd, IntoConnectionInfo, Pipeline, RedisFuture, RedisResult, Value,
 };
-use sqlx::postgres::PgPoolOptions;
+use sqlx::postgres::{PgConnection, PgPoolOptions};
+use sqlx::Connection;
 use tokio::runtime::Runtime;
 use tokio::task::{JoinHandle, LocalSet};
 
@@ -156,6 +157,7 @@ fn chaos_error(error: ChaosError) -> WorldError {
 struct WorkerConns {
     redis: Reconnecting,
     store: PgFencedStore,
+    fence_reader: FenceReader,
 }
 
 /// One worker's state in the world.
@@ -356,9 +358,13 @@ async fn connect_worker(
         .connect(&pg_url)
         .await
         .map_err(|e| failed("postgres through its proxy", &e))?;
+    let fence_reader = FenceReader::connect(pg_url.to_string())
+        .await
+        .map_err(|e| failed("postgres fence reader through its proxy", &e))?;
     Ok(WorkerConns {
         redis,
         store: PgFencedStore::from_pool(pool).with_op_timeout(op_timeout),
+        fence_reader,
     })
 }
 
@@ -487,7 +493,77 @@ impl ConnectionLike for Reconnecting {
 /// core's schema (core/migrations/0001_fenced_store.sql).
 struct PgRawStore {
     store: PgFencedStore,
+    reader: FenceReader,
     op_timeout: Duration,
+}
+
+/// The stored fence, read in one round trip, as the simulated store does.
+///
+/// Why not the pool: a pooled read is two round trips whenever the
+/// statement is new to the connection (sqlx prepares it first) or the pool
+/// pings the connection before lending it. A worker paused after sending
+/// the first of two then sends the real read only after it wakes, and
+/// reads its successor's fence; a protocol that checks the fence in the
+/// application then looked safe in the real world and broken in the
+/// simulation (`stale-worker-pause` × `app-side-fence-check` disagreed).
+/// One connection with the statement prepared when it opens puts the whole
+/// request on the wire in the first poll, so a pause that lands after it
+/// finds the old fence waiting, in both worlds.
+struct FenceReader {
+    url: String,
+    /// `None` after an error left the connection in doubt; the next read
+    /// reconnects (and prepares again before its own read).
+    conn: tokio::sync::Mutex<Option<PgConnection>>,
+}
+
+const READ_FENCE_SQL: &str = "SELECT last_fence FROM shared_resources WHERE id = $1";
+
+impl FenceReader {
+    async fn connect(url: String) -> Result<Self, StoreError> {
+        let conn = Self::open(&url).await?;
+        Ok(Self {
+            url,
+            conn: tokio::sync::Mutex::new(Some(conn)),
+        })
+    }
+
+    /// Connects and prepares the read (a read of no resource caches the
+    /// statement on the connection).
+    async fn open(url: &str) -> Result<PgConnection, StoreError> {
+        let timeout = Duration::from_millis(CONNECT_TIMEOUT_MS);
+        tokio::time::timeout(timeout, async {
+            let mut conn = PgConnection::connect(url).await?;
+            sqlx::query_as::<_, (i64,)>(READ_FENCE_SQL)
+                .bind("")
+                .fetch_optional(&mut conn)
+                .await?;
+            Ok(conn)
+        })
+        .await
+        .map_err(|_| StoreError::Timeout(timeout))?
+    }
+
+    async fn read(&self, resource: &ResourceName, op_timeout: Duration) -> Result<i64, StoreError> {
+        let mut slot = self.conn.lock().await;
+        let result = tokio::time::timeout(op_timeout, async {
+            if slot.is_none() {
+                *slot = Some(Self::open(&self.url).await?);
+            }
+            let conn = slot.as_mut().expect("opened above");
+            let row = sqlx::query_as::<_, (i64,)>(READ_FENCE_SQL)
+                .bind(resource.as_str())
+                .fetch_optional(conn)
+                .await?;
+            Ok(row.map_or(0, |(fence,)| fence))
+        })
+        .await
+        .unwrap_or(Err(StoreError::Timeout(op_timeout)));
+        if result.is_err() {
+            // A half-read answer would be taken for the next one's.
+            *slot = None;
+        }
+        result
+    }
 }
 
 /// The unchecked write as one statement, so it commits or fails whole, as
@@ -515,7 +591,7 @@ const WRITE_UNCHECKED_SQL: &str = "\
 impl RawStore for PgRawStore {
     async fn read_fence(&self, resource: &str) -> Result<i64, StoreError> {
         let name = ResourceName::new(resource)?;
-        Ok(self.store.read(&name).await?.map_or(0, |(_, fence)| fence))
+        self.reader.read(&name, self.op_timeout).await
     }
 
     async fn write_unchecked(
@@ -573,6 +649,7 @@ impl World for RealWorld {
         let store = conns.store;
         let raw_store = PgRawStore {
             store: store.clone(),
+            reader: conns.fence_reader,
             op_timeout,
         };
         let env = WorkerEnv {
