@@ -30,6 +30,69 @@ pub const STORE_POOL_CONNECTIONS_MAX: u32 = 16;
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 
+// The store's statements, named so that [`PgFencedStore::prepare`] can
+// prepare every one of them on a fresh connection.
+
+/// A refused write's log row (and any logged decision but `accepted`).
+const LOG_SQL: &str = "INSERT INTO fence_log (resource_id, fence, owner_token, job_id, outcome) \
+                       VALUES ($1, $2, $3, $4, $5)";
+const LOG_ACCEPTED_SQL: &str =
+    "INSERT INTO fence_log (resource_id, fence, owner_token, job_id, outcome) \
+     VALUES ($1, $2, $3, $4, 'accepted')";
+const ROLLBACK_MUTATIONS_SQL: &str = "ROLLBACK TO SAVEPOINT before_mutations";
+const SAVEPOINT_SQL: &str = "SAVEPOINT before_mutations";
+const RAISE_GUARD_SQL: &str = "UPDATE resource_guards SET last_fence = $2 WHERE resource_id = $1";
+const RAISE_RESOURCE_SQL: &str = "UPDATE shared_resources SET last_fence = $2 WHERE id = $1";
+const GUARD_SQL: &str = "SELECT GREATEST(g.last_fence, s.last_fence) \
+                         FROM resource_guards g JOIN shared_resources s ON s.id = g.resource_id \
+                         WHERE g.resource_id = $1 FOR UPDATE OF g, s";
+const NEXT_FENCE_SQL: &str = "INSERT INTO fence_counters (resource_id, value) VALUES ($1, 1) \
+                              ON CONFLICT (resource_id) DO UPDATE SET value = fence_counters.value + 1 \
+                              RETURNING value";
+const ENSURE_RESOURCE_SQL: &str =
+    "INSERT INTO shared_resources (id) VALUES ($1) ON CONFLICT DO NOTHING";
+const ENSURE_GUARD_SQL: &str =
+    "INSERT INTO resource_guards (resource_id) VALUES ($1) ON CONFLICT DO NOTHING";
+const WRITE_FENCED_SQL: &str =
+    "WITH prev AS (SELECT last_fence FROM shared_resources WHERE id = $3), \
+     upd AS (UPDATE shared_resources SET value = $1, last_fence = $2 \
+             WHERE id = $3 AND last_fence < $2 RETURNING 1), \
+     verdict AS (SELECT CASE WHEN EXISTS (SELECT 1 FROM upd) THEN 'accepted' \
+                             WHEN EXISTS (SELECT 1 FROM prev) THEN 'stale' \
+                             ELSE 'not_found' END AS outcome), \
+     logged AS (INSERT INTO fence_log (resource_id, fence, owner_token, outcome) \
+                SELECT $3, $2, $4, outcome FROM verdict) \
+     SELECT outcome, (SELECT last_fence FROM prev) FROM verdict";
+const RECORD_JOB_SQL: &str =
+    "INSERT INTO job_completions (job_id, resource_id, fence, owner_token) \
+                              VALUES ($1, $2, $3, $4) ON CONFLICT (job_id) DO NOTHING";
+const JOB_VALUE_SQL: &str = "UPDATE shared_resources SET value = $1, last_fence = $2 WHERE id = $3";
+const IS_COMPLETED_SQL: &str = "SELECT 1 FROM job_completions WHERE job_id = $1";
+const READ_SQL: &str = "SELECT value, last_fence FROM shared_resources WHERE id = $1";
+const FENCE_LOG_SQL: &str = "SELECT seq, resource_id, fence, owner_token, job_id, outcome, \
+                                    (extract(epoch FROM at) * 1000)::BIGINT \
+                             FROM fence_log WHERE resource_id = $1 ORDER BY seq";
+
+/// Every statement the store runs, for [`PgFencedStore::prepare`].
+const STATEMENTS: [&str; 16] = [
+    LOG_SQL,
+    LOG_ACCEPTED_SQL,
+    ROLLBACK_MUTATIONS_SQL,
+    SAVEPOINT_SQL,
+    RAISE_GUARD_SQL,
+    RAISE_RESOURCE_SQL,
+    GUARD_SQL,
+    NEXT_FENCE_SQL,
+    ENSURE_RESOURCE_SQL,
+    ENSURE_GUARD_SQL,
+    WRITE_FENCED_SQL,
+    RECORD_JOB_SQL,
+    JOB_VALUE_SQL,
+    IS_COMPLETED_SQL,
+    READ_SQL,
+    FENCE_LOG_SQL,
+];
+
 /// The Postgres fenced store. Cheap to clone (the pool is shared).
 #[derive(Clone, Debug)]
 pub struct PgFencedStore {
@@ -71,20 +134,17 @@ impl GuardedTx {
     async fn refuse(mut self, outcome: LogOutcome) -> Result<(), StoreError> {
         let op_timeout = self.op_timeout;
         bounded(op_timeout, async {
-            sqlx::query("ROLLBACK TO SAVEPOINT before_mutations")
+            sqlx::query(ROLLBACK_MUTATIONS_SQL)
                 .execute(&mut *self.tx)
                 .await?;
-            sqlx::query(
-                "INSERT INTO fence_log (resource_id, fence, owner_token, job_id, outcome) \
-                 VALUES ($1, $2, $3, $4, $5)",
-            )
-            .bind(&self.resource)
-            .bind(self.fence)
-            .bind(&self.owner)
-            .bind(&self.job_id)
-            .bind(outcome.as_str())
-            .execute(&mut *self.tx)
-            .await?;
+            sqlx::query(LOG_SQL)
+                .bind(&self.resource)
+                .bind(self.fence)
+                .bind(&self.owner)
+                .bind(&self.job_id)
+                .bind(outcome.as_str())
+                .execute(&mut *self.tx)
+                .await?;
             self.tx.commit().await?;
             Ok(())
         })
@@ -101,26 +161,23 @@ impl GuardedTx {
     pub async fn commit(mut self) -> Result<(), StoreError> {
         let op_timeout = self.op_timeout;
         bounded(op_timeout, async {
-            sqlx::query("UPDATE resource_guards SET last_fence = $2 WHERE resource_id = $1")
+            sqlx::query(RAISE_GUARD_SQL)
                 .bind(&self.resource)
                 .bind(self.fence)
                 .execute(&mut *self.tx)
                 .await?;
-            sqlx::query("UPDATE shared_resources SET last_fence = $2 WHERE id = $1")
+            sqlx::query(RAISE_RESOURCE_SQL)
                 .bind(&self.resource)
                 .bind(self.fence)
                 .execute(&mut *self.tx)
                 .await?;
-            sqlx::query(
-                "INSERT INTO fence_log (resource_id, fence, owner_token, job_id, outcome) \
-                 VALUES ($1, $2, $3, $4, 'accepted')",
-            )
-            .bind(&self.resource)
-            .bind(self.fence)
-            .bind(&self.owner)
-            .bind(&self.job_id)
-            .execute(&mut *self.tx)
-            .await?;
+            sqlx::query(LOG_ACCEPTED_SQL)
+                .bind(&self.resource)
+                .bind(self.fence)
+                .bind(&self.owner)
+                .bind(&self.job_id)
+                .execute(&mut *self.tx)
+                .await?;
             self.tx.commit().await?;
             Ok(())
         })
@@ -161,6 +218,18 @@ impl PgFencedStore {
         Ok(())
     }
 
+    /// Prepares every statement the store runs on `conn`, so that each
+    /// later runs in one round trip on that connection (sqlx otherwise
+    /// prepares a statement the first time a connection sees it: one more
+    /// round trip). Meant for a pool's `after_connect`. Needs the
+    /// migrations applied (a statement naming a missing table fails).
+    pub async fn prepare(conn: &mut PgConnection) -> Result<(), StoreError> {
+        for sql in STATEMENTS {
+            sqlx::Executor::prepare(&mut *conn, sql).await?;
+        }
+        Ok(())
+    }
+
     /// The pool, for callers' own queries.
     pub fn pool(&self) -> &PgPool {
         &self.pool
@@ -190,14 +259,10 @@ impl PgFencedStore {
         // rows locked, so a write through one path can never land below a
         // fence accepted through the other.
         let row: Option<(i64,)> = bounded(self.op_timeout, async {
-            Ok(sqlx::query_as(
-                "SELECT GREATEST(g.last_fence, s.last_fence) \
-                 FROM resource_guards g JOIN shared_resources s ON s.id = g.resource_id \
-                 WHERE g.resource_id = $1 FOR UPDATE OF g, s",
-            )
-            .bind(resource.as_str())
-            .fetch_optional(&mut *tx)
-            .await?)
+            Ok(sqlx::query_as(GUARD_SQL)
+                .bind(resource.as_str())
+                .fetch_optional(&mut *tx)
+                .await?)
         })
         .await?;
         let refused = match row {
@@ -224,9 +289,7 @@ impl PgFencedStore {
             return Ok(check);
         }
         bounded(self.op_timeout, async {
-            sqlx::query("SAVEPOINT before_mutations")
-                .execute(&mut *tx)
-                .await?;
+            sqlx::query(SAVEPOINT_SQL).execute(&mut *tx).await?;
             Ok(())
         })
         .await?;
@@ -243,14 +306,10 @@ impl PgFencedStore {
     /// The durable fence counter: one row per resource, incremented atomically.
     pub async fn next_fence(&self, resource: &ResourceName) -> Result<Fence, StoreError> {
         let (value,): (i64,) = bounded(self.op_timeout, async {
-            Ok(sqlx::query_as(
-                "INSERT INTO fence_counters (resource_id, value) VALUES ($1, 1) \
-                 ON CONFLICT (resource_id) DO UPDATE SET value = fence_counters.value + 1 \
-                 RETURNING value",
-            )
-            .bind(resource.as_str())
-            .fetch_one(&self.pool)
-            .await?)
+            Ok(sqlx::query_as(NEXT_FENCE_SQL)
+                .bind(resource.as_str())
+                .fetch_one(&self.pool)
+                .await?)
         })
         .await?;
         Ok(Fence::new(value)?)
@@ -262,16 +321,14 @@ impl FencedStore for PgFencedStore {
     async fn ensure_resource(&self, resource: &ResourceName) -> Result<(), StoreError> {
         bounded(self.op_timeout, async {
             let mut tx = self.pool.begin().await?;
-            sqlx::query("INSERT INTO shared_resources (id) VALUES ($1) ON CONFLICT DO NOTHING")
+            sqlx::query(ENSURE_RESOURCE_SQL)
                 .bind(resource.as_str())
                 .execute(&mut *tx)
                 .await?;
-            sqlx::query(
-                "INSERT INTO resource_guards (resource_id) VALUES ($1) ON CONFLICT DO NOTHING",
-            )
-            .bind(resource.as_str())
-            .execute(&mut *tx)
-            .await?;
+            sqlx::query(ENSURE_GUARD_SQL)
+                .bind(resource.as_str())
+                .execute(&mut *tx)
+                .await?;
             tx.commit().await?;
             Ok(())
         })
@@ -282,23 +339,13 @@ impl FencedStore for PgFencedStore {
         // One statement: the fence check, the write and its log row commit or
         // fail together, and no other writer can interleave.
         let (outcome, prev): (String, Option<i64>) = bounded(self.op_timeout, async {
-            Ok(sqlx::query_as(
-                "WITH prev AS (SELECT last_fence FROM shared_resources WHERE id = $3), \
-                 upd AS (UPDATE shared_resources SET value = $1, last_fence = $2 \
-                         WHERE id = $3 AND last_fence < $2 RETURNING 1), \
-                 verdict AS (SELECT CASE WHEN EXISTS (SELECT 1 FROM upd) THEN 'accepted' \
-                                         WHEN EXISTS (SELECT 1 FROM prev) THEN 'stale' \
-                                         ELSE 'not_found' END AS outcome), \
-                 logged AS (INSERT INTO fence_log (resource_id, fence, owner_token, outcome) \
-                            SELECT $3, $2, $4, outcome FROM verdict) \
-                 SELECT outcome, (SELECT last_fence FROM prev) FROM verdict",
-            )
-            .bind(&write.value)
-            .bind(write.fence.get())
-            .bind(write.resource.as_str())
-            .bind(write.owner.as_str())
-            .fetch_one(&self.pool)
-            .await?)
+            Ok(sqlx::query_as(WRITE_FENCED_SQL)
+                .bind(&write.value)
+                .bind(write.fence.get())
+                .bind(write.resource.as_str())
+                .bind(write.owner.as_str())
+                .fetch_one(&self.pool)
+                .await?)
         })
         .await?;
         Ok(match LogOutcome::parse(&outcome) {
@@ -323,17 +370,14 @@ impl FencedStore for PgFencedStore {
             GuardCheck::NotFound => return Ok(JobOutcome::NotFound),
         };
         let recorded = bounded(self.op_timeout, async {
-            Ok(sqlx::query(
-                "INSERT INTO job_completions (job_id, resource_id, fence, owner_token) \
-                 VALUES ($1, $2, $3, $4) ON CONFLICT (job_id) DO NOTHING",
-            )
-            .bind(job.job_id.as_str())
-            .bind(w.resource.as_str())
-            .bind(w.fence.get())
-            .bind(w.owner.as_str())
-            .execute(guard.conn())
-            .await?
-            .rows_affected())
+            Ok(sqlx::query(RECORD_JOB_SQL)
+                .bind(job.job_id.as_str())
+                .bind(w.resource.as_str())
+                .bind(w.fence.get())
+                .bind(w.owner.as_str())
+                .execute(guard.conn())
+                .await?
+                .rows_affected())
         })
         .await?;
         if recorded == 0 {
@@ -341,7 +385,7 @@ impl FencedStore for PgFencedStore {
             return Ok(JobOutcome::AlreadyDone);
         }
         bounded(self.op_timeout, async {
-            sqlx::query("UPDATE shared_resources SET value = $1, last_fence = $2 WHERE id = $3")
+            sqlx::query(JOB_VALUE_SQL)
                 .bind(&w.value)
                 .bind(w.fence.get())
                 .bind(w.resource.as_str())
@@ -356,11 +400,10 @@ impl FencedStore for PgFencedStore {
 
     async fn is_completed(&self, job_id: &JobId) -> Result<bool, StoreError> {
         bounded(self.op_timeout, async {
-            let row: Option<(i32,)> =
-                sqlx::query_as("SELECT 1 FROM job_completions WHERE job_id = $1")
-                    .bind(job_id.as_str())
-                    .fetch_optional(&self.pool)
-                    .await?;
+            let row: Option<(i32,)> = sqlx::query_as(IS_COMPLETED_SQL)
+                .bind(job_id.as_str())
+                .fetch_optional(&self.pool)
+                .await?;
             Ok(row.is_some())
         })
         .await
@@ -368,12 +411,10 @@ impl FencedStore for PgFencedStore {
 
     async fn read(&self, resource: &ResourceName) -> Result<Option<(String, i64)>, StoreError> {
         bounded(self.op_timeout, async {
-            Ok(
-                sqlx::query_as("SELECT value, last_fence FROM shared_resources WHERE id = $1")
-                    .bind(resource.as_str())
-                    .fetch_optional(&self.pool)
-                    .await?,
-            )
+            Ok(sqlx::query_as(READ_SQL)
+                .bind(resource.as_str())
+                .fetch_optional(&self.pool)
+                .await?)
         })
         .await
     }
@@ -381,14 +422,10 @@ impl FencedStore for PgFencedStore {
     async fn fence_log(&self, resource: &ResourceName) -> Result<Vec<FenceLogEntry>, StoreError> {
         type Row = (i64, String, i64, String, Option<String>, String, i64);
         let rows: Vec<Row> = bounded(self.op_timeout, async {
-            Ok(sqlx::query_as(
-                "SELECT seq, resource_id, fence, owner_token, job_id, outcome, \
-                        (extract(epoch FROM at) * 1000)::BIGINT \
-                 FROM fence_log WHERE resource_id = $1 ORDER BY seq",
-            )
-            .bind(resource.as_str())
-            .fetch_all(&self.pool)
-            .await?)
+            Ok(sqlx::query_as(FENCE_LOG_SQL)
+                .bind(resource.as_str())
+                .fetch_all(&self.pool)
+                .await?)
         })
         .await?;
         rows.into_iter()
@@ -419,17 +456,14 @@ async fn log_in(
     outcome: LogOutcome,
 ) -> Result<(), StoreError> {
     bounded(op_timeout, async {
-        sqlx::query(
-            "INSERT INTO fence_log (resource_id, fence, owner_token, job_id, outcome) \
-             VALUES ($1, $2, $3, $4, $5)",
-        )
-        .bind(resource.as_str())
-        .bind(fence.get())
-        .bind(owner.as_str())
-        .bind(job_id.map(JobId::as_str))
-        .bind(outcome.as_str())
-        .execute(&mut **tx)
-        .await?;
+        sqlx::query(LOG_SQL)
+            .bind(resource.as_str())
+            .bind(fence.get())
+            .bind(owner.as_str())
+            .bind(job_id.map(JobId::as_str))
+            .bind(outcome.as_str())
+            .execute(&mut **tx)
+            .await?;
         Ok(())
     })
     .await

@@ -45,8 +45,7 @@ use redis::aio::{ConnectionLike, MultiplexedConnection};
 use redis::{
     AsyncConnectionConfig, Cmd, IntoConnectionInfo, Pipeline, RedisFuture, RedisResult, Value,
 };
-use sqlx::postgres::{PgConnection, PgPoolOptions};
-use sqlx::Connection;
+use sqlx::postgres::PgPoolOptions;
 use tokio::runtime::Runtime;
 use tokio::task::{JoinHandle, LocalSet};
 
@@ -157,12 +156,35 @@ fn chaos_error(error: ChaosError) -> WorldError {
 struct WorkerConns {
     redis: Reconnecting,
     store: PgFencedStore,
-    fence_reader: FenceReader,
+    store_faulted: FaultClock,
+}
+
+/// When a fault last touched one worker's store path, shared with its
+/// pool's `before_acquire`.
+#[derive(Clone, Default)]
+struct FaultClock(Arc<std::sync::Mutex<Option<Instant>>>);
+
+impl FaultClock {
+    fn mark(&self) {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = Some(Instant::now());
+    }
+
+    /// Whether a connection `age` old was opened before the last fault.
+    fn opened_before_last_fault(&self, age: Duration) -> bool {
+        let last = *self.0.lock().unwrap_or_else(|e| e.into_inner());
+        last.is_some_and(|at| {
+            Instant::now()
+                .checked_sub(age)
+                .is_none_or(|opened| opened <= at)
+        })
+    }
 }
 
 /// One worker's state in the world.
 struct Slot {
     pause: FreezeSwitch,
+    /// The last fault on the worker's store path.
+    store_faulted: FaultClock,
     /// Taken when the worker is spawned: from then on its job owns them, so
     /// a crash (dropping the job) closes them as a dying process would.
     conns: Option<WorkerConns>,
@@ -239,6 +261,7 @@ impl RealWorld {
             .into_iter()
             .map(|conns| Slot {
                 redis_link: Arc::downgrade(&conns.redis.0),
+                store_faulted: conns.store_faulted.clone(),
                 pause: FreezeSwitch::new(),
                 conns: Some(conns),
                 task: None,
@@ -352,19 +375,45 @@ async fn connect_worker(
         .await
         .map_err(|e| failed("redis through its proxy", &e))?;
     let pg_url = cluster.worker_postgres_url(index).map_err(chaos_error)?;
+    // A warm pool: every statement prepared when a connection opens and no
+    // ping before lending one, so a one-statement write or read is one round
+    // trip, all of it on the wire in the poll that starts it — as in the
+    // simulated store. With sqlx's defaults (a ping, then a prepare on first
+    // use) it took up to three, and a worker paused or crashed after the
+    // first did something else than in the simulation: a protocol checking
+    // the fence in the application looked safe (`stale-worker-pause` ×
+    // `app-side-fence-check`) and a crash never let the write commit
+    // (`crash-mid-mutation` × `no-fence-check`). The ping's other job, not
+    // lending a connection a fault closed, is done by `store_faulted`.
+    let store_faulted = FaultClock::default();
+    let faulted = store_faulted.clone();
     let pool = PgPoolOptions::new()
         .max_connections(WORKER_STORE_CONNECTIONS_MAX)
         .acquire_timeout(Duration::from_millis(CONNECT_TIMEOUT_MS))
+        .test_before_acquire(false)
+        .after_connect(|conn, _| {
+            Box::pin(async move {
+                PgFencedStore::prepare(conn)
+                    .await
+                    .map_err(|e| sqlx::Error::Protocol(e.to_string()))?;
+                sqlx::Executor::prepare(&mut *conn, WRITE_UNCHECKED_SQL).await?;
+                Ok(())
+            })
+        })
+        .before_acquire(move |_, meta| {
+            // Opened before the last fault on this path: the proxy closed
+            // it (the embedded Toxiproxy restarts on every change), so
+            // open a fresh one rather than fail the next statement.
+            let stale = faulted.opened_before_last_fault(meta.age);
+            Box::pin(async move { Ok(!stale) })
+        })
         .connect(&pg_url)
         .await
         .map_err(|e| failed("postgres through its proxy", &e))?;
-    let fence_reader = FenceReader::connect(pg_url.to_string())
-        .await
-        .map_err(|e| failed("postgres fence reader through its proxy", &e))?;
     Ok(WorkerConns {
         redis,
         store: PgFencedStore::from_pool(pool).with_op_timeout(op_timeout),
-        fence_reader,
+        store_faulted,
     })
 }
 
@@ -493,77 +542,7 @@ impl ConnectionLike for Reconnecting {
 /// core's schema (core/migrations/0001_fenced_store.sql).
 struct PgRawStore {
     store: PgFencedStore,
-    reader: FenceReader,
     op_timeout: Duration,
-}
-
-/// The stored fence, read in one round trip, as the simulated store does.
-///
-/// Why not the pool: a pooled read is two round trips whenever the
-/// statement is new to the connection (sqlx prepares it first) or the pool
-/// pings the connection before lending it. A worker paused after sending
-/// the first of two then sends the real read only after it wakes, and
-/// reads its successor's fence; a protocol that checks the fence in the
-/// application then looked safe in the real world and broken in the
-/// simulation (`stale-worker-pause` × `app-side-fence-check` disagreed).
-/// One connection with the statement prepared when it opens puts the whole
-/// request on the wire in the first poll, so a pause that lands after it
-/// finds the old fence waiting, in both worlds.
-struct FenceReader {
-    url: String,
-    /// `None` after an error left the connection in doubt; the next read
-    /// reconnects (and prepares again before its own read).
-    conn: tokio::sync::Mutex<Option<PgConnection>>,
-}
-
-const READ_FENCE_SQL: &str = "SELECT last_fence FROM shared_resources WHERE id = $1";
-
-impl FenceReader {
-    async fn connect(url: String) -> Result<Self, StoreError> {
-        let conn = Self::open(&url).await?;
-        Ok(Self {
-            url,
-            conn: tokio::sync::Mutex::new(Some(conn)),
-        })
-    }
-
-    /// Connects and prepares the read (a read of no resource caches the
-    /// statement on the connection).
-    async fn open(url: &str) -> Result<PgConnection, StoreError> {
-        let timeout = Duration::from_millis(CONNECT_TIMEOUT_MS);
-        tokio::time::timeout(timeout, async {
-            let mut conn = PgConnection::connect(url).await?;
-            sqlx::query_as::<_, (i64,)>(READ_FENCE_SQL)
-                .bind("")
-                .fetch_optional(&mut conn)
-                .await?;
-            Ok(conn)
-        })
-        .await
-        .map_err(|_| StoreError::Timeout(timeout))?
-    }
-
-    async fn read(&self, resource: &ResourceName, op_timeout: Duration) -> Result<i64, StoreError> {
-        let mut slot = self.conn.lock().await;
-        let result = tokio::time::timeout(op_timeout, async {
-            if slot.is_none() {
-                *slot = Some(Self::open(&self.url).await?);
-            }
-            let conn = slot.as_mut().expect("opened above");
-            let row = sqlx::query_as::<_, (i64,)>(READ_FENCE_SQL)
-                .bind(resource.as_str())
-                .fetch_optional(conn)
-                .await?;
-            Ok(row.map_or(0, |(fence,)| fence))
-        })
-        .await
-        .unwrap_or(Err(StoreError::Timeout(op_timeout)));
-        if result.is_err() {
-            // A half-read answer would be taken for the next one's.
-            *slot = None;
-        }
-        result
-    }
 }
 
 /// The unchecked write as one statement, so it commits or fails whole, as
@@ -591,7 +570,7 @@ const WRITE_UNCHECKED_SQL: &str = "\
 impl RawStore for PgRawStore {
     async fn read_fence(&self, resource: &str) -> Result<i64, StoreError> {
         let name = ResourceName::new(resource)?;
-        self.reader.read(&name, self.op_timeout).await
+        Ok(self.store.read(&name).await?.map_or(0, |(_, fence)| fence))
     }
 
     async fn write_unchecked(
@@ -649,7 +628,6 @@ impl World for RealWorld {
         let store = conns.store;
         let raw_store = PgRawStore {
             store: store.clone(),
-            reader: conns.fence_reader,
             op_timeout,
         };
         let env = WorkerEnv {
@@ -703,6 +681,15 @@ impl World for RealWorld {
             self.slot(worker)?;
         }
         let injected = self.inject_now(fault);
+        if let Fault::PartitionStore(w)
+        | Fault::HealStore(w)
+        | Fault::DropStoreReplies(w)
+        | Fault::RestoreStoreReplies(w) = *fault
+        {
+            // Also after a failed fault (it may have got halfway): the
+            // proxy's restart closed whatever was open on the path.
+            self.slots[w].store_faulted.mark();
+        }
         let closed = match *fault {
             Fault::PartitionRedis(w)
             | Fault::HealRedis(w)
