@@ -28,7 +28,8 @@
 //! hang), Lua memory is capped at [`MEMORY_MAX_BYTES`], and replies nest at
 //! most [`REPLY_DEPTH_MAX`] deep.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
+use std::collections::BTreeMap;
 use std::rc::Rc;
 
 use mlua::{Function, HookTriggers, Lua, LuaOptions, StdLib, Table, Value, VmState};
@@ -43,6 +44,49 @@ const HOOK_EVERY_INSTRUCTIONS: u32 = 100_000;
 pub(crate) const MEMORY_MAX_BYTES: usize = 256 * 1024 * 1024;
 /// Deepest table nesting converted to a reply.
 pub(crate) const REPLY_DEPTH_MAX: usize = 1000;
+/// Most compiled chunks kept per thread (see [`BYTECODE`]).
+const BYTECODE_CACHE_MAX: usize = 1024;
+
+thread_local! {
+    /// Compiled chunks (Lua 5.1 bytecode, debug info kept so errors name
+    /// `user_script:LINE`), by source text. Every world starts its own Lua
+    /// state, and parsing the prelude and the lock's three scripts again for
+    /// each was a fifth of a simulated run (profiled: `luaY_parser` under
+    /// `LuaEngine::new` and `SCRIPT LOAD`); loading bytecode skips the
+    /// parser. Bytecode is a pure function of the text, so sharing it
+    /// between worlds cannot carry state from one run into another. Per
+    /// thread, because `Lua` is not `Send`; bounded, and once full new
+    /// texts are simply parsed each time.
+    static BYTECODE: RefCell<BTreeMap<Vec<u8>, Rc<[u8]>>> = const { RefCell::new(BTreeMap::new()) };
+}
+
+/// Loads `text` as chunk `name` into `lua`, from cached bytecode when the
+/// text was compiled before on this thread. `Err` carries Lua's message.
+fn load_cached(lua: &Lua, text: &[u8], name: &str, env: Option<&Table>) -> mlua::Result<Function> {
+    let cached = BYTECODE.with(|cache| cache.borrow().get(text).cloned());
+    let chunk = match &cached {
+        // Binary chunks need the unsafe state this engine is made with.
+        Some(bytecode) => lua
+            .load(&bytecode[..])
+            .set_mode(mlua::chunk::ChunkMode::Binary),
+        None => lua.load(text).set_mode(mlua::chunk::ChunkMode::Text),
+    };
+    let chunk = chunk.set_name(name);
+    let chunk = match env {
+        Some(env) => chunk.set_environment(env.clone()),
+        None => chunk,
+    };
+    let function = chunk.into_function()?;
+    if cached.is_none() {
+        BYTECODE.with(|cache| {
+            let mut cache = cache.borrow_mut();
+            if cache.len() < BYTECODE_CACHE_MAX {
+                cache.insert(text.to_vec(), function.dump(false).into());
+            }
+        });
+    }
+    Ok(function)
+}
 
 /// Redis's script library and sandbox, in Lua. Receives the Rust
 /// primitives, returns `set_backend`, `run` and the sandboxed environment.
@@ -356,10 +400,9 @@ impl LuaEngine {
             Ok(sha1_smol::Sha1::from(&*s.as_bytes()).digest().to_string())
         })?;
         let debug: Table = lua.globals().get("debug")?;
-        let (impls, finish): (Table, Function) = lua
-            .load(PRELUDE)
-            .set_name("=redfence_prelude")
-            .call((rand48, sha1hex, debug))?;
+        let (impls, finish): (Table, Function) =
+            load_cached(&lua, PRELUDE.as_bytes(), "=redfence_prelude", None)?
+                .call((rand48, sha1hex, debug))?;
         let wrapped = lua.create_table()?;
         for name in ["call", "sha1hex", "log", "setresp", "random", "randomseed"] {
             let implementation: Function = impls.get(name)?;
@@ -393,16 +436,10 @@ impl LuaEngine {
     /// Compiles a script body as Redis does (chunk `@user_script`, text
     /// only). `Err` carries Lua's message, e.g. `user_script:1: ...`.
     pub(crate) fn compile(&self, body: &[u8]) -> Result<Function, String> {
-        self.lua
-            .load(body)
-            .set_name("@user_script")
-            .set_mode(mlua::chunk::ChunkMode::Text)
-            .set_environment(self.env.clone())
-            .into_function()
-            .map_err(|e| match e {
-                mlua::Error::SyntaxError { message, .. } => message,
-                other => other.to_string(),
-            })
+        load_cached(&self.lua, body, "@user_script", Some(&self.env)).map_err(|e| match e {
+            mlua::Error::SyntaxError { message, .. } => message,
+            other => other.to_string(),
+        })
     }
 
     /// Runs `function` with `KEYS`/`ARGV`, `backend` serving `redis.call`.
