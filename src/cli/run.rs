@@ -115,11 +115,17 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
     let result = sweep(worlds.as_ref(), &plan, &report);
     bar.finish_and_clear();
     print_sweep(&result);
+    let wall_s = started.elapsed().as_secs_f64().max(1e-9);
+    // Real-world runs take seconds each: "0 runs/s" said nothing.
+    let pace = if total as f64 >= wall_s {
+        format!("{:.0} runs/s", total as f64 / wall_s)
+    } else {
+        format!("{:.1} s a run", wall_s / total.max(1) as f64)
+    };
     println!(
-        "\n{total} runs in {:.1} s ({:.0} runs/s, {} threads)",
-        started.elapsed().as_secs_f64(),
-        total as f64 / started.elapsed().as_secs_f64().max(1e-9),
-        plan.jobs
+        "\n{total} runs in {wall_s:.1} s ({pace}, {} {})",
+        plan.jobs,
+        if plan.jobs == 1 { "thread" } else { "threads" }
     );
     if let Some(path) = &args.json {
         let json = serde_json::to_string_pretty(&result).expect("a sweep serialises");
