@@ -456,3 +456,35 @@ fn restart_after_failover_brings_back_a_primary() -> Result<(), WorldError> {
     assert!(world.replica()?.is_primary());
     Ok(())
 }
+
+/// A primary restarted empty (no persistence) is resynced by its replica, as
+/// Redis's replica does a full resync when its primary comes back as a new
+/// instance: the replica must not keep a fence counter the primary lost,
+/// ready to be promoted later with state nobody else has.
+#[test]
+fn replica_resyncs_from_a_primary_restarted_empty() -> Result<(), WorldError> {
+    let mut world = WorldBuilder::new(11).workers(1).replica(true).build()?;
+    world.spawn_worker(0, move |ctx| async move {
+        let lock = ctx.lock_client(config());
+        if let Ok(AcquireOutcome::Acquired(lease)) = lock.acquire(&resource()).await {
+            let _ = lock.release(&lease).await;
+        }
+    })?;
+    world.run_until_workers_done(Duration::from_secs(5))?;
+    world.run_for(Duration::from_millis(100))?;
+    let fence_key = format!("fence:{{{}}}", resource());
+    assert_eq!(
+        world.replica()?.get(&fence_key),
+        Some(b"1".to_vec()),
+        "replicated before the restart"
+    );
+    world.restart_redis();
+    world.run_for(Duration::from_secs(5))?;
+    assert_eq!(world.primary().get(&fence_key), None, "restarted empty");
+    assert_eq!(
+        world.replica()?.get(&fence_key),
+        None,
+        "the replica resynced from the empty primary"
+    );
+    Ok(())
+}
