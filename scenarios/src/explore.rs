@@ -235,18 +235,9 @@ impl RandomFaults {
     }
 
     /// The timed begin/end faults of the schedule, in time order (stable).
-    ///
-    /// A Redis restart is played only in worlds without a replica: the
-    /// simulated replica does not yet resynchronise from a primary that
-    /// restarted empty, so it would keep the old primary's lock keys and
-    /// every checker rule reading its log would judge a ghost.
     fn timeline(&self) -> Vec<(u64, Vec<Fault>)> {
-        let replica = self.fails_over();
         let mut events: Vec<(u64, usize, Vec<Fault>)> = Vec::new();
         for (i, w) in self.schedule.faults.iter().enumerate() {
-            if replica && w.kind == FaultKind::RestartRedis {
-                continue;
-            }
             let end_ms = w.at_ms + w.for_ms;
             let worker = w.worker;
             let (begin, end) = match w.kind {
@@ -299,7 +290,7 @@ impl Scenario for RandomFaults {
     fn describe(&self) -> &'static str {
         "Three workers process ten jobs each while a schedule of random faults plays: \
          pauses, partitions from Redis or the store, lost replies, latency, a Redis \
-         restart (in worlds without a replica), a failover, a crash. Fences come from \
+         restart, a failover, a crash. Fences come from \
          the durable store counter. \
          Every property must hold; exploration shrinks a failing schedule to a minimal one."
     }
