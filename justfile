@@ -13,6 +13,7 @@ images:
 bench:
     scripts/with-services cargo bench -p redfence-core
     cargo bench -p redfence-sim
+    cargo bench -p redfence-scenarios
 
 # The simulation's determinism and fault tests only
 sim *ARGS:
