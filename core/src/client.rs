@@ -23,7 +23,7 @@ use crate::fence_source::{FenceSource, PostgresFences, RedisCounterFences};
 use crate::owner::{OwnerToken, RandomUuidTokens, TokenSource};
 use crate::pg_store::PgFencedStore;
 use crate::resource::ResourceName;
-use crate::scripts::scripts;
+use crate::scripts::{self, scripts};
 use crate::telemetry::{self, *};
 
 /// A lease this process holds (as far as it knows).
@@ -345,32 +345,29 @@ where
         let rtype = &resource.resource_type_shared();
         let keys = self.config.keys();
         let issue_in_script = self.fences.kind() == FenceSourceKind::RedisCounter;
-        let mut invocation = scripts().acquire.prepare_invoke();
-        invocation
-            .key(keys.lock_key(resource))
-            .key(keys.fence_key(resource))
+        let script = &scripts().acquire;
+        let mut cmd = scripts::evalsha(script, 2);
+        cmd.arg(keys.lock_key_arg(resource))
+            .arg(keys.fence_key_arg(resource))
             .arg(owner.as_str())
             .arg(self.config.lease_ms())
             .arg(if issue_in_script { "1" } else { "0" });
 
-        let first_sent = Instant::now();
-        let started = first_sent;
+        // The first send bounds the lease from below: a re-ask may learn of
+        // a lease that the first attempt took.
+        let mut first_send: Option<Instant> = None;
         let mut reasks = 0;
-        let reply = loop {
-            let mut conn = self.conn.clone();
-            let result = tokio::time::timeout(
-                self.config.op_timeout(),
-                invocation.invoke_async::<Value>(&mut conn),
-            )
-            .await;
-            match classify(result, self.config.op_timeout()) {
+        let (reply, first_sent) = loop {
+            let (sent, result) = self.call(script, &cmd).await;
+            let first_sent = *first_send.get_or_insert(sent);
+            match result {
                 Ok(value) => {
                     if reasks > 0 {
                         let held = matches!(parse_acquire(&value), Ok((1 | 2, _)));
                         let result = if held { "held" } else { "not_held" };
                         telemetry::count_with(LOCK_REASK_TOTAL, rtype, "result", result);
                     }
-                    break value;
+                    break (value, first_sent);
                 }
                 Err(Failure::Definite(e)) => {
                     if reasks > 0 {
@@ -390,7 +387,7 @@ where
                         self.release_best_effort(resource, owner).await;
                         return Err(LockError::Indeterminate {
                             reasks,
-                            elapsed: started.elapsed(),
+                            elapsed: first_sent.elapsed(),
                             last,
                         });
                     }
@@ -458,19 +455,13 @@ where
             return Err(LockError::Protocol("renewal of 0 ms refused".into()));
         }
         let keys = self.config.keys();
-        let mut invocation = scripts().renew.prepare_invoke();
-        invocation
-            .key(keys.lock_key(&lease.resource))
+        let script = &scripts().renew;
+        let mut cmd = scripts::evalsha(script, 1);
+        cmd.arg(keys.lock_key_arg(&lease.resource))
             .arg(lease.owner.as_str())
             .arg(lease_ms);
-        let sent = Instant::now();
-        let mut conn = self.conn.clone();
-        let result = tokio::time::timeout(
-            self.config.op_timeout(),
-            invocation.invoke_async::<Value>(&mut conn),
-        )
-        .await;
-        let renewal = match classify(result, self.config.op_timeout()) {
+        let (sent, result) = self.call(script, &cmd).await;
+        let renewal = match result {
             Ok(Value::Int(1)) => Ok(Renewal::Renewed {
                 valid_until: sent + Duration::from_millis(lease_ms),
             }),
@@ -521,18 +512,12 @@ where
         resource: &ResourceName,
         owner: &OwnerToken,
     ) -> Result<bool, LockError> {
-        let mut invocation = scripts().release.prepare_invoke();
-        invocation
-            .key(self.config.keys().lock_key(resource))
+        let script = &scripts().release;
+        let mut cmd = scripts::evalsha(script, 1);
+        cmd.arg(self.config.keys().lock_key_arg(resource))
             .arg(owner.as_str());
-        let sent = Instant::now();
-        let mut conn = self.conn.clone();
-        let result = tokio::time::timeout(
-            self.config.op_timeout(),
-            invocation.invoke_async::<Value>(&mut conn),
-        )
-        .await;
-        match classify(result, self.config.op_timeout()) {
+        let (sent, result) = self.call(script, &cmd).await;
+        match result {
             Ok(Value::Int(n)) => Ok(n == 1),
             Ok(other) => Err(LockError::Protocol(format!("release returned {other:?}"))),
             Err(Failure::Definite(e)) => Err(LockError::Redis(e)),
@@ -542,6 +527,23 @@ where
                 last,
             }),
         }
+    }
+
+    /// Sends one script call under the per-operation timeout; returns when
+    /// it was sent and how it ended. The deadline is taken from the send
+    /// instant the caller needs anyway, rather than from a second clock read.
+    async fn call(
+        &self,
+        script: &redis::Script,
+        cmd: &redis::Cmd,
+    ) -> (Instant, Result<Value, Failure>) {
+        let mut conn = self.conn.clone();
+        let sent = Instant::now();
+        let op_timeout = self.config.op_timeout();
+        let result =
+            tokio::time::timeout_at(sent + op_timeout, scripts::invoke(&mut conn, script, cmd))
+                .await;
+        (sent, classify(result, op_timeout))
     }
 
     async fn release_best_effort(&self, resource: &ResourceName, owner: &OwnerToken) {
@@ -612,6 +614,8 @@ mod tests {
             parse_acquire(&Value::Array(vec![Value::Int(1), fence("42")])).unwrap(),
             (1, Some(Fence::new(42).unwrap()))
         );
+        // The fence is a string: an integer reply means the script changed.
+        assert!(parse_acquire(&Value::Array(vec![Value::Int(1), Value::Int(42)])).is_err());
         // Past 2^53 a Lua number would round; the string keeps every digit.
         assert_eq!(
             parse_acquire(&Value::Array(vec![

@@ -51,6 +51,42 @@ async fn fences_increase_across_owners_and_keys_share_a_tag() {
     assert_eq!(get(&mut conn, &fence_key).await, Some(last.to_string()));
 }
 
+/// The script returns the fence as INCR's integer below 2^53 and as the
+/// counter's string from there on (a Lua number is a double); across that
+/// boundary every fence must still be the counter's exact value — 2^53 + 1
+/// is the first integer a double cannot hold.
+#[tokio::test]
+async fn fences_stay_exact_across_two_to_the_53() {
+    let lock = client().await;
+    let mut conn = redis().await;
+    let resource = fresh_resource("fences-2-53");
+    let fence_key = format!("fence:{{{resource}}}");
+    let start: i64 = (1 << 53) - 3;
+    let _: () = redis::cmd("SET")
+        .arg(&fence_key)
+        .arg(start)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    for expected in start + 1..=start + 5 {
+        let owner = lock.next_owner_token();
+        let Attempt::Acquired(lease) = lock.attempt(&resource, &owner).await.unwrap() else {
+            panic!("uncontended resource");
+        };
+        assert_eq!(lease.fence().get(), expected);
+        // The idempotent re-ask reads the counter back: the same exact fence.
+        let Attempt::Acquired(again) = lock.attempt(&resource, &owner).await.unwrap() else {
+            panic!("the holder's re-ask must report the lease as held");
+        };
+        assert_eq!(again.fence(), lease.fence());
+        assert!(lock.release(&lease).await.unwrap());
+    }
+    assert_eq!(
+        get(&mut conn, &fence_key).await,
+        Some((start + 5).to_string())
+    );
+}
+
 #[tokio::test]
 async fn every_acquire_uses_a_fresh_owner_token() {
     let lock = client().await;
