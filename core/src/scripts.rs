@@ -7,7 +7,7 @@
 use std::sync::OnceLock;
 
 use redis::aio::ConnectionLike;
-use redis::{Cmd, ErrorKind, RedisResult, Script, ServerErrorKind, Value};
+use redis::{Cmd, ErrorKind, RedisError, RedisResult, Script, ServerErrorKind, Value};
 
 /// Source of `lua/acquire.lua`: lease + fence in one atomic step, idempotent per owner token.
 pub const ACQUIRE_LUA: &str = include_str!("../lua/acquire.lua");
@@ -56,10 +56,23 @@ pub(crate) async fn invoke<C: ConnectionLike>(
     cmd: &Cmd,
 ) -> RedisResult<Value> {
     match cmd.query_async(conn).await {
-        Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
-            script.load_async(conn).await?;
-            cmd.query_async(conn).await
-        }
+        Err(e) if is_noscript(&e) => reload_and_send(conn, script, cmd).await,
         answered => answered,
     }
+}
+
+/// Whether Redis answered that it does not know the script's hash.
+pub(crate) fn is_noscript(e: &RedisError) -> bool {
+    e.kind() == ErrorKind::Server(ServerErrorKind::NoScript)
+}
+
+/// The second half of [`invoke`], for a caller that sent `cmd` itself and
+/// got `NOSCRIPT` back.
+pub(crate) async fn reload_and_send<C: ConnectionLike>(
+    conn: &mut C,
+    script: &Script,
+    cmd: &Cmd,
+) -> RedisResult<Value> {
+    script.load_async(conn).await?;
+    cmd.query_async(conn).await
 }

@@ -119,3 +119,55 @@ async fn unsettled_lost_reply_is_an_error_never_acquired() {
         "the script did run"
     );
 }
+
+/// On a redis-rs multiplexed connection the client leaves the per-operation
+/// bound to the connection's own response timeout, set to `op_timeout` on
+/// the client's handle only. A reply held past it must still be an
+/// indeterminate outcome, never "acquired" — and the caller's handle of the
+/// same connection must keep its own timeout.
+#[tokio::test]
+async fn reply_held_past_op_timeout_on_a_multiplexed_connection_is_indeterminate() {
+    // A server of the test's own: CLIENT PAUSE would stall every other test.
+    let own = OwnRedis::start().await;
+    let client = redis::Client::open(own.url.as_str()).unwrap();
+    let no_timeout = redis::AsyncConnectionConfig::new().set_response_timeout(None);
+    let conn = client
+        .get_multiplexed_async_connection_with_config(&no_timeout)
+        .await
+        .unwrap();
+    let config = LockConfig::builder()
+        .lease_ms(5_000)
+        .op_timeout_ms(200)
+        .reasks_max(0)
+        .build()
+        .unwrap();
+    let lock = LockClient::new(conn.clone(), config).unwrap();
+    let resource = fresh_resource("held-reply");
+    // Load the scripts first, so that the held command is the EVALSHA itself.
+    match lock.acquire(&resource).await.unwrap() {
+        AcquireOutcome::Acquired(lease) => assert!(lock.release(&lease).await.unwrap()),
+        other => panic!("uncontended resource: {other:?}"),
+    }
+    let mut admin = client.get_multiplexed_async_connection().await.unwrap();
+    let _: () = redis::cmd("CLIENT")
+        .arg("PAUSE")
+        .arg(1_500)
+        .arg("ALL")
+        .query_async(&mut admin)
+        .await
+        .unwrap();
+    let err = lock
+        .attempt(&resource, &lock.next_owner_token())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, LockError::Indeterminate { reasks: 0, last, .. }
+            if last.contains("no reply within 200ms")),
+        "got {err:?}"
+    );
+    // Still paused: the caller's handle, which has no response timeout,
+    // waits the pause out instead of failing at the lock's 200 ms.
+    let mut callers = conn.clone();
+    let pong: String = redis::cmd("PING").query_async(&mut callers).await.unwrap();
+    assert_eq!(pong, "PONG");
+}
