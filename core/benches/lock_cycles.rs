@@ -4,7 +4,11 @@
 //! - `redfence`: this crate's `LockClient::acquire` + `release` (lease *and* fence);
 //! - `plain`: `SET NX PX` + the compare-and-delete script, the minimal safe pair
 //!   (no fence);
-//! - `rslock`: the `rslock` crate's `lock` + `unlock` (Redlock on one node, no fence).
+//! - `rslock`: the `rslock` crate's `lock` + `unlock` (Redlock on one node, no fence);
+//! - `bare acquire.lua`: this crate's acquire and release scripts sent through
+//!   redis-rs's own `Script` API with none of the library around them (no
+//!   retry loop, timer, metrics or logs) — the floor for any client of this
+//!   script, so that `redfence` against it is the library's own overhead.
 //!
 //! Each is run with 1 and with 16 concurrent tasks sharing one multiplexed
 //! connection; every task cycles its own resource so that the numbers measure
@@ -16,14 +20,15 @@
 //! and many, the three locks take turns within each round (order reversed
 //! every other round), and the ratio reported is the median of each round's
 //! own ratio — a lock is compared with rslock measured a moment apart, never
-//! with rslock from another phase of the drift.
+//! with rslock from another phase of the drift — printed with the middle
+//! half (first to third quartile) of those ratios.
 //!
 //! Run: `scripts/with-services cargo bench -p redfence-core` (or `just bench`).
 //! Under `cargo test` (no `--bench` argument) it runs as a smoke test: one
 //! short round per lock, checking each completes cycles, no numbers claimed.
 //! `REDFENCE_BENCH_SECONDS` (default 0.5) sets the length of one measurement;
 //! `REDFENCE_BENCH_TASKS` (default `1,16`) the task counts and
-//! `REDFENCE_BENCH_ONLY` (`redfence`, `plain`, `rslock`) one lock, for profiling.
+//! `REDFENCE_BENCH_ONLY` (`redfence`, `plain`, `rslock`, `bare`) one lock, for profiling.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -32,7 +37,7 @@ use std::time::{Duration, Instant};
 use redfence_core::{AcquireOutcome, LockClient, LockConfig, ResourceName};
 use redis::aio::MultiplexedConnection;
 
-const ROUNDS: usize = 11;
+const ROUNDS: usize = 21;
 const TASK_COUNTS: [usize; 2] = [1, 16];
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -40,6 +45,7 @@ enum Contender {
     Redfence,
     Plain,
     Rslock,
+    Bare,
 }
 
 impl Contender {
@@ -48,6 +54,7 @@ impl Contender {
             Contender::Redfence => "redfence",
             Contender::Plain => "plain SET NX PX + CAD",
             Contender::Rslock => "rslock",
+            Contender::Bare => "bare acquire.lua",
         }
     }
 }
@@ -124,8 +131,8 @@ fn table(flavour: Flavour, url: &str, rounds: usize, seconds: f64, window: Durat
              ratio: median of the rounds' own ratios"
         );
         println!(
-            "{:<8} {:<24} {:>12} {:>12}",
-            "tasks", "lock", "cycles/s", "vs rslock"
+            "{:<8} {:<24} {:>12} {:>12} {:>14}",
+            "tasks", "lock", "cycles/s", "vs rslock", "middle half"
         );
         let task_counts: Vec<usize> = match std::env::var("REDFENCE_BENCH_TASKS") {
             Ok(list) => list
@@ -139,7 +146,12 @@ fn table(flavour: Flavour, url: &str, rounds: usize, seconds: f64, window: Durat
             Err(_) => TASK_COUNTS.to_vec(),
         };
         for tasks in task_counts {
-            let mut contenders = vec![Contender::Rslock, Contender::Plain, Contender::Redfence];
+            let mut contenders = vec![
+                Contender::Rslock,
+                Contender::Plain,
+                Contender::Bare,
+                Contender::Redfence,
+            ];
             if let Ok(only) = std::env::var("REDFENCE_BENCH_ONLY") {
                 contenders.retain(|c| c.name().starts_with(only.as_str()));
             }
@@ -156,24 +168,34 @@ fn table(flavour: Flavour, url: &str, rounds: usize, seconds: f64, window: Durat
                     results[i].push(rate);
                 }
             }
-            let median = |mut r: Vec<f64>| {
-                r.sort_by(|a, b| a.partial_cmp(b).unwrap());
-                r[r.len() / 2]
-            };
             // Index 0 is rslock unless REDFENCE_BENCH_ONLY removed it.
             let baseline = results[0].clone();
             for (c, r) in contenders.iter().zip(&results) {
-                let ratios = r.iter().zip(&baseline).map(|(x, b)| x / b).collect();
+                let ratios: Vec<f64> = r.iter().zip(&baseline).map(|(x, b)| x / b).collect();
+                let (low, mid, high) = quartiles(ratios);
                 println!(
-                    "{:<8} {:<24} {:>12.0} {:>11.2}x",
+                    "{:<8} {:<24} {:>12.0} {:>11.2}x {:>7.2}–{:.2}",
                     tasks,
                     c.name(),
-                    median(r.clone()),
-                    median(ratios)
+                    quartiles(r.clone()).1,
+                    mid,
+                    low,
+                    high
                 );
             }
         }
     });
+}
+
+/// First quartile, median and third quartile. The middle half of the
+/// rounds' ratios is printed beside the median so that a reader sees how far
+/// the machine's drift moved one round's ratio (a ratio whose middle half
+/// spans 1.0 is not a difference this machine can resolve).
+fn quartiles(mut values: Vec<f64>) -> (f64, f64, f64) {
+    assert!(!values.is_empty(), "at least one round");
+    values.sort_by(|a, b| a.partial_cmp(b).expect("rates are finite"));
+    let at = |q: usize| values[(values.len() - 1) * q / 4];
+    (at(1), at(2), at(3))
 }
 
 async fn measure(contender: Contender, url: &str, tasks: usize, window: Duration) -> f64 {
@@ -197,6 +219,7 @@ async fn measure(contender: Contender, url: &str, tasks: usize, window: Duration
                     Contender::Redfence => redfence_cycle(&lock, &resource).await,
                     Contender::Plain => plain_cycle(&mut conn, &resource).await,
                     Contender::Rslock => rslock_cycle(&rslock, &resource).await,
+                    Contender::Bare => bare_cycle(&mut conn, &resource).await,
                 }
                 cycles.fetch_add(1, Ordering::Relaxed);
             }
@@ -248,6 +271,40 @@ async fn plain_cycle(conn: &mut MultiplexedConnection, resource: &ResourceName) 
 fn plain_release() -> &'static redis::Script {
     static SCRIPT: std::sync::OnceLock<redis::Script> = std::sync::OnceLock::new();
     SCRIPT.get_or_init(|| redis::Script::new(redfence_core::scripts::RELEASE_LUA))
+}
+
+fn bare_acquire() -> &'static redis::Script {
+    static SCRIPT: std::sync::OnceLock<redis::Script> = std::sync::OnceLock::new();
+    SCRIPT.get_or_init(|| redis::Script::new(redfence_core::scripts::ACQUIRE_LUA))
+}
+
+async fn bare_cycle(conn: &mut MultiplexedConnection, resource: &ResourceName) {
+    let keys = redfence_core::KeyScheme::default();
+    let lock_key = keys.lock_key(resource);
+    // The library's token: 16 bytes from the thread RNG, no system call.
+    let token = uuid::Builder::from_random_bytes(rand::random())
+        .into_uuid()
+        .to_string();
+    let reply: redis::Value = bare_acquire()
+        .key(&lock_key)
+        .key(keys.fence_key(resource))
+        .arg(&token)
+        .arg(30_000)
+        .arg("1")
+        .invoke_async(conn)
+        .await
+        .unwrap();
+    assert!(
+        matches!(&reply, redis::Value::Array(items) if items.first() == Some(&redis::Value::Int(1))),
+        "uncontended resource: {reply:?}"
+    );
+    let released: i64 = plain_release()
+        .key(&lock_key)
+        .arg(&token)
+        .invoke_async(conn)
+        .await
+        .unwrap();
+    assert_eq!(released, 1);
 }
 
 async fn rslock_cycle(manager: &rslock::LockManager, resource: &ResourceName) {
