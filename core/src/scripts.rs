@@ -2,12 +2,16 @@
 //! can run the very same text, and loaded here with `include_str!`.
 //!
 //! They are sent with EVALSHA; on `NOSCRIPT` (first use, or after a server
-//! restart emptied the script cache) redis-rs loads the script and retries.
+//! restart emptied the script cache) the client loads the script and sends
+//! the call once more (`invoke`).
 
 use std::sync::OnceLock;
 
 use redis::aio::ConnectionLike;
 use redis::{Cmd, ErrorKind, RedisError, RedisResult, Script, ServerErrorKind, Value};
+
+use crate::owner::OWNER_TOKEN_LEN_MAX;
+use crate::resource::{KEY_PREFIX_LEN_MAX, RESOURCE_NAME_LEN_MAX};
 
 /// Source of `lua/acquire.lua`: lease + fence in one atomic step, idempotent per owner token.
 pub const ACQUIRE_LUA: &str = include_str!("../lua/acquire.lua");
@@ -33,15 +37,27 @@ pub(crate) fn scripts() -> &'static Scripts {
     })
 }
 
+/// Arguments of the largest lock command (acquire: `EVALSHA`, hash, key
+/// count, two keys, token, lease, fence flag).
+const ARGS_MAX: usize = 8;
+
+/// Bytes of the largest lock command's arguments: with these bounds no call
+/// regrows the command's buffer. 40 is a SHA1 in hex, 3 a key's `:{` and
+/// `}`, 20 the digits of a `u64` lease.
+const ARGS_LEN_MAX: usize = "EVALSHA".len()
+    + 40
+    + 1
+    + 2 * (KEY_PREFIX_LEN_MAX + 3 + RESOURCE_NAME_LEN_MAX)
+    + OWNER_TOKEN_LEN_MAX
+    + 20
+    + 1;
+
 /// An `EVALSHA` of `script` over `keys_total` keys; the caller appends the
 /// keys, then the arguments. Why not redis-rs's `ScriptInvocation`: it copies
 /// every key and argument into its own vectors and then again into the
 /// command, on every call of the lock's hot path; this writes each once.
 pub(crate) fn evalsha(script: &Script, keys_total: usize) -> Cmd {
-    // Sized for the largest lock command (acquire: 7 arguments; a 200-byte
-    // name twice, a 40-byte hash, a token) so that no call of the hot path
-    // regrows the buffers.
-    let mut cmd = Cmd::with_capacity(8, 640);
+    let mut cmd = Cmd::with_capacity(ARGS_MAX, ARGS_LEN_MAX);
     cmd.arg("EVALSHA").arg(script.get_hash()).arg(keys_total);
     cmd
 }
