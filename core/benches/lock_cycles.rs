@@ -259,9 +259,15 @@ async fn plain_cycle(conn: &mut MultiplexedConnection, resource: &ResourceName) 
         .await
         .unwrap();
     assert!(set.is_some());
+    release_by_script(conn, &key, &token).await;
+}
+
+/// The compare-and-delete script through redis-rs's `Script` API: the release
+/// half of both the plain pair and the bare scripts.
+async fn release_by_script(conn: &mut MultiplexedConnection, key: &str, token: &str) {
     let released: i64 = plain_release()
-        .key(&key)
-        .arg(&token)
+        .key(key)
+        .arg(token)
         .invoke_async(conn)
         .await
         .unwrap();
@@ -298,13 +304,7 @@ async fn bare_cycle(conn: &mut MultiplexedConnection, resource: &ResourceName) {
         matches!(&reply, redis::Value::Array(items) if items.first() == Some(&redis::Value::Int(1))),
         "uncontended resource: {reply:?}"
     );
-    let released: i64 = plain_release()
-        .key(&lock_key)
-        .arg(&token)
-        .invoke_async(conn)
-        .await
-        .unwrap();
-    assert_eq!(released, 1);
+    release_by_script(conn, &lock_key, &token).await;
 }
 
 async fn rslock_cycle(manager: &rslock::LockManager, resource: &ResourceName) {
