@@ -27,7 +27,7 @@ services:
 fmt:
     cargo fmt --all
 
-# Lints, warnings as errors (as CI should)
+# Lints, warnings as errors (scripts/test, and so CI, runs the same)
 clippy:
     cargo clippy --workspace --all-targets -- -D warnings
 

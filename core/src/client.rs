@@ -175,14 +175,14 @@ impl<C> LockClientBuilder<C> {
             (Some(f), _) if f.kind() == configured => f,
             (Some(f), _) => {
                 return Err(ConfigError::FenceSourceMismatch {
-                    configured: configured.as_str(),
-                    supplied: f.kind().as_str(),
+                    configured: configured.name(),
+                    supplied: f.kind().name(),
                 })
             }
             (None, FenceSourceKind::RedisCounter) => Arc::new(RedisCounterFences),
-            (None, FenceSourceKind::Postgres) => {
+            (None, FenceSourceKind::Store) => {
                 return Err(ConfigError::FenceSourceMissing {
-                    kind: configured.as_str(),
+                    kind: configured.name(),
                 })
             }
         };
@@ -396,7 +396,7 @@ where
             match result {
                 Ok(value) => {
                     if reasks > 0 {
-                        let held = matches!(parse_acquire(&value), Ok((1 | 2, _)));
+                        let held = parse_acquire(&value).is_ok_and(AcquireReply::held);
                         let result = if held { "held" } else { "not_held" };
                         telemetry::count_with(LOCK_REASK_TOTAL, rtype, "result", result);
                     }
@@ -438,7 +438,7 @@ where
                 }
             }
         };
-        let (status, script_fence) = match parse_acquire(&reply) {
+        let reply = match parse_acquire(&reply) {
             Ok(parsed) => parsed,
             Err(e) => {
                 // The script may have taken the lease; a lease without a
@@ -447,9 +447,10 @@ where
                 return Err(e);
             }
         };
-        if status == 0 {
+        if !reply.held() {
             return Ok(Attempt::Contended);
         }
+        let script_fence = reply.fence();
         let fence = match self.fences.fence_for(resource, script_fence).await {
             Ok(fence) => fence,
             Err(e) => {
@@ -622,8 +623,41 @@ fn classify(
     }
 }
 
+/// What the acquire script answered (`core/lua/acquire.lua`), typed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum AcquireReply {
+    /// `{0, false}`: another owner holds the lease.
+    Contended,
+    /// `{1, fence}`: the lease was taken now.
+    Acquired {
+        /// The fence the script issued (absent when fences come from elsewhere).
+        fence: Option<Fence>,
+    },
+    /// `{2, fence}`: this owner token already held the lease — a re-ask after
+    /// a lost reply learns that its first attempt won.
+    AlreadyHeld {
+        /// The fence issued to that first attempt (when the script issues fences).
+        fence: Option<Fence>,
+    },
+}
+
+impl AcquireReply {
+    /// Whether the owner holds the lease after this reply.
+    fn held(self) -> bool {
+        !matches!(self, AcquireReply::Contended)
+    }
+
+    /// The fence the script issued, if any.
+    fn fence(self) -> Option<Fence> {
+        match self {
+            AcquireReply::Contended => None,
+            AcquireReply::Acquired { fence } | AcquireReply::AlreadyHeld { fence } => fence,
+        }
+    }
+}
+
 /// Parses the acquire script's `{status, fence}` reply.
-fn parse_acquire(value: &Value) -> Result<(i64, Option<Fence>), LockError> {
+fn parse_acquire(value: &Value) -> Result<AcquireReply, LockError> {
     let bad = || LockError::Protocol(format!("acquire returned {value:?}"));
     let Value::Array(items) = value else {
         return Err(bad());
@@ -645,7 +679,11 @@ fn parse_acquire(value: &Value) -> Result<(i64, Option<Fence>), LockError> {
         }
         Some(_) => return Err(bad()),
     };
-    Ok((status, fence))
+    Ok(match status {
+        0 => AcquireReply::Contended,
+        1 => AcquireReply::Acquired { fence },
+        _ => AcquireReply::AlreadyHeld { fence },
+    })
 }
 
 #[cfg(test)]
@@ -657,11 +695,13 @@ mod tests {
         let fence = |s: &str| Value::BulkString(s.as_bytes().to_vec());
         assert_eq!(
             parse_acquire(&Value::Array(vec![Value::Int(0)])).unwrap(),
-            (0, None)
+            AcquireReply::Contended
         );
         assert_eq!(
             parse_acquire(&Value::Array(vec![Value::Int(1), fence("42")])).unwrap(),
-            (1, Some(Fence::new(42).unwrap()))
+            AcquireReply::Acquired {
+                fence: Some(Fence::new(42).unwrap())
+            }
         );
         // The fence is a string: an integer reply means the script changed.
         assert!(parse_acquire(&Value::Array(vec![Value::Int(1), Value::Int(42)])).is_err());
@@ -671,11 +711,14 @@ mod tests {
                 Value::Int(2),
                 fence("9007199254740993")
             ]))
-            .unwrap()
-            .1
-            .unwrap()
-            .get(),
-            9_007_199_254_740_993
+            .unwrap(),
+            AcquireReply::AlreadyHeld {
+                fence: Some(Fence::new(9_007_199_254_740_993).unwrap())
+            }
+        );
+        assert_eq!(
+            parse_acquire(&Value::Array(vec![Value::Int(1)])).unwrap(),
+            AcquireReply::Acquired { fence: None }
         );
         assert!(parse_acquire(&Value::Int(1)).is_err());
         assert!(parse_acquire(&Value::Array(vec![Value::Int(3)])).is_err());

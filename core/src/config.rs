@@ -33,17 +33,7 @@ const BACKOFF_CAP_MS_MAX: u64 = 600_000;
 const ATTEMPTS_MAX_MAX: u32 = 100_000;
 const REASKS_MAX_MAX: u32 = 100;
 
-/// Where fencing tokens come from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum FenceSourceKind {
-    /// `INCR fence:{name}` inside the acquire script: one round trip, but the
-    /// counter can regress if a Redis failover loses the increment.
-    #[default]
-    RedisCounter,
-    /// A Postgres row per resource incremented with `... RETURNING` right after
-    /// the Redis lease is taken: durable across Redis failover.
-    Postgres,
-}
+pub use redfence_history::FenceSourceKind;
 
 /// Validated lock configuration. Build it with [`LockConfig::builder`].
 #[derive(Clone, Debug, PartialEq, Eq)]

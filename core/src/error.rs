@@ -179,7 +179,38 @@ pub enum StoreError {
     /// A mutation supplied by the caller failed; the transaction was rolled back.
     #[error("mutation failed, transaction rolled back: {0}")]
     Mutation(String),
-    /// The store's transport failed (used by non-Postgres implementations).
-    #[error("store transport: {0}")]
-    Transport(String),
+    /// Nothing of the request left this process (connect failed or timed
+    /// out, request too large, connection busy): it definitely had no effect.
+    #[error("store transport: request not sent: {0}")]
+    NotSent(String),
+    /// The store received the request and refused to run it (malformed, or a
+    /// reply too large): it definitely had no effect.
+    #[error("store transport: request refused by the store, not run: {0}")]
+    Refused(String),
+    /// The request was sent and then the connection broke or the reply was
+    /// garbled: it may or may not have taken effect.
+    #[error("store transport: request sent, outcome unknown: {0}")]
+    OutcomeUnknown(String),
+    /// The store answered something the protocol does not allow (an
+    /// unexpected reply, an unknown outcome in its log): whether the request
+    /// took effect cannot be told.
+    #[error("store protocol: {0}")]
+    Protocol(String),
+}
+
+impl StoreError {
+    /// Whether the failed call definitely had no effect on the store: refused
+    /// input, a rolled-back mutation, a request never sent or refused by the
+    /// store. Every other error (a timeout, a broken connection, a database
+    /// error) leaves the outcome unknown, and a caller must treat the write
+    /// as possibly applied.
+    pub fn definitely_not_applied(&self) -> bool {
+        matches!(
+            self,
+            StoreError::InvalidInput(_)
+                | StoreError::Mutation(_)
+                | StoreError::NotSent(_)
+                | StoreError::Refused(_)
+        )
+    }
 }

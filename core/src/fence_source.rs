@@ -70,7 +70,7 @@ impl PostgresFences {
 #[async_trait]
 impl FenceSource for PostgresFences {
     fn kind(&self) -> FenceSourceKind {
-        FenceSourceKind::Postgres
+        FenceSourceKind::Store
     }
 
     async fn fence_for(
@@ -82,16 +82,6 @@ impl FenceSource for PostgresFences {
             .next_fence(resource)
             .await
             .map_err(LockError::FenceSource)
-    }
-}
-
-impl FenceSourceKind {
-    /// The configuration spelling.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            FenceSourceKind::RedisCounter => "redis-counter",
-            FenceSourceKind::Postgres => "postgres",
-        }
     }
 }
 

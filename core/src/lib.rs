@@ -32,8 +32,6 @@
 //! # Ok(()) }
 //! ```
 
-#![warn(missing_docs)]
-
 pub mod backoff;
 pub mod client;
 pub mod config;
@@ -62,6 +60,7 @@ pub use owner::{OwnerToken, RandomUuidTokens, SeededUuidTokens, TokenSource};
 pub use pg_store::{GuardCheck, GuardedTx, PgFencedStore};
 pub use resource::{KeyScheme, ResourceName};
 pub use store::{
-    FenceLogEntry, FencedStore, FencedWrite, JobId, JobOutcome, JobWrite, LogOutcome, WriteOutcome,
+    FenceLogEntry, FenceOutcome, FencedStore, FencedWrite, JobId, JobOutcome, JobWrite,
+    WriteOutcome,
 };
 pub use worker::{JobError, OwnershipLost, ProcessOutcome, Worker};

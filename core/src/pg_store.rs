@@ -17,7 +17,8 @@ use crate::fence::Fence;
 use crate::owner::OwnerToken;
 use crate::resource::ResourceName;
 use crate::store::{
-    FenceLogEntry, FencedStore, FencedWrite, JobId, JobOutcome, JobWrite, LogOutcome, WriteOutcome,
+    FenceLogEntry, FenceOutcome, FencedStore, FencedWrite, JobId, JobOutcome, JobWrite,
+    WriteOutcome,
 };
 
 /// Default timeout of one store operation. Generous next to Postgres's
@@ -131,7 +132,7 @@ pub struct GuardedTx {
 impl GuardedTx {
     /// Logs a refusal decided inside the transaction and commits nothing
     /// else: the guard keeps its fence.
-    async fn refuse(mut self, outcome: LogOutcome) -> Result<(), StoreError> {
+    async fn refuse(mut self, outcome: FenceOutcome) -> Result<(), StoreError> {
         let op_timeout = self.op_timeout;
         bounded(op_timeout, async {
             sqlx::query(ROLLBACK_MUTATIONS_SQL)
@@ -142,7 +143,7 @@ impl GuardedTx {
                 .bind(self.fence)
                 .bind(&self.owner)
                 .bind(&self.job_id)
-                .bind(outcome.as_str())
+                .bind(outcome.log_spelling())
                 .execute(&mut *self.tx)
                 .await?;
             self.tx.commit().await?;
@@ -266,9 +267,9 @@ impl PgFencedStore {
         })
         .await?;
         let refused = match row {
-            None => Some((LogOutcome::NotFound, GuardCheck::NotFound)),
+            None => Some((FenceOutcome::NotFound, GuardCheck::NotFound)),
             Some((last_fence,)) if fence.get() <= last_fence => {
-                Some((LogOutcome::Stale, GuardCheck::Stale { last_fence }))
+                Some((FenceOutcome::Stale, GuardCheck::Stale { last_fence }))
             }
             Some(_) => None,
         };
@@ -348,9 +349,9 @@ impl FencedStore for PgFencedStore {
                 .await?)
         })
         .await?;
-        Ok(match LogOutcome::parse(&outcome) {
-            Some(LogOutcome::Accepted) => WriteOutcome::Accepted,
-            Some(LogOutcome::Stale) => WriteOutcome::Stale {
+        Ok(match FenceOutcome::from_log_spelling(&outcome) {
+            Some(FenceOutcome::Accepted) => WriteOutcome::Accepted,
+            Some(FenceOutcome::Stale) => WriteOutcome::Stale {
                 // A concurrent writer may have raised it further since the
                 // statement's snapshot; it is at least this.
                 last_fence: prev.unwrap_or(0).max(write.fence.get()),
@@ -381,7 +382,7 @@ impl FencedStore for PgFencedStore {
         })
         .await?;
         if recorded == 0 {
-            guard.refuse(LogOutcome::Duplicate).await?;
+            guard.refuse(FenceOutcome::Duplicate).await?;
             return Ok(JobOutcome::AlreadyDone);
         }
         bounded(self.op_timeout, async {
@@ -430,8 +431,8 @@ impl FencedStore for PgFencedStore {
         .await?;
         rows.into_iter()
             .map(|(seq, resource, fence, owner, job_id, outcome, at_ms)| {
-                let outcome = LogOutcome::parse(&outcome)
-                    .ok_or_else(|| StoreError::Transport(format!("unknown outcome {outcome:?}")))?;
+                let outcome = FenceOutcome::from_log_spelling(&outcome)
+                    .ok_or_else(|| StoreError::Protocol(format!("unknown outcome {outcome:?}")))?;
                 Ok(FenceLogEntry {
                     seq,
                     resource,
@@ -453,7 +454,7 @@ async fn log_in(
     fence: Fence,
     owner: &OwnerToken,
     job_id: Option<&JobId>,
-    outcome: LogOutcome,
+    outcome: FenceOutcome,
 ) -> Result<(), StoreError> {
     bounded(op_timeout, async {
         sqlx::query(LOG_SQL)
@@ -461,7 +462,7 @@ async fn log_in(
             .bind(fence.get())
             .bind(owner.as_str())
             .bind(job_id.map(JobId::as_str))
-            .bind(outcome.as_str())
+            .bind(outcome.log_spelling())
             .execute(&mut **tx)
             .await?;
         Ok(())

@@ -218,10 +218,6 @@ impl redis::ToRedisArgs for TaggedKey<'_> {
                 .expect("a command buffer accepts every byte");
         }
     }
-
-    fn args_size(&self) -> usize {
-        self.len()
-    }
 }
 
 impl redis::ToSingleRedisArg for TaggedKey<'_> {}
@@ -255,7 +251,6 @@ mod tests {
             keys.fence_key_arg(&r).to_redis_args(),
             vec![keys.fence_key(&r).into_bytes()]
         );
-        assert_eq!(keys.lock_key_arg(&r).args_size(), keys.lock_key(&r).len());
     }
 
     #[test]

@@ -95,41 +95,9 @@ pub enum JobOutcome {
     NotFound,
 }
 
-/// The outcome recorded in the fence log.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum LogOutcome {
-    /// The write was accepted.
-    Accepted,
-    /// The write was refused as stale.
-    Stale,
-    /// The resource did not exist.
-    NotFound,
-    /// The job had already completed.
-    Duplicate,
-}
-
-impl LogOutcome {
-    /// The spelling stored in the log.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            LogOutcome::Accepted => "accepted",
-            LogOutcome::Stale => "stale",
-            LogOutcome::NotFound => "not_found",
-            LogOutcome::Duplicate => "duplicate",
-        }
-    }
-
-    /// Parses the stored spelling.
-    pub fn parse(text: &str) -> Option<Self> {
-        Some(match text {
-            "accepted" => LogOutcome::Accepted,
-            "stale" => LogOutcome::Stale,
-            "not_found" => LogOutcome::NotFound,
-            "duplicate" => LogOutcome::Duplicate,
-            _ => return None,
-        })
-    }
-}
+/// The outcome recorded in the fence log: the history's own type, so the
+/// store's log is ground truth without a conversion.
+pub use redfence_history::FenceOutcome;
 
 /// One row of the append-only fence log, in commit order (`seq`).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -145,7 +113,7 @@ pub struct FenceLogEntry {
     /// Job id, for job writes.
     pub job_id: Option<String>,
     /// What happened.
-    pub outcome: LogOutcome,
+    pub outcome: FenceOutcome,
     /// Milliseconds since the Unix epoch (store clock).
     pub at_ms: i64,
 }

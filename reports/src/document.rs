@@ -16,7 +16,7 @@
 //! | `title` | string | the page title |
 //! | `command` | string | the command line that produced the run |
 //! | `deployment` | object | `protocol`, `fence_source` (`redis-counter` \| `store`), `replication` (`async` \| `none`), `assumed` (true when the CLI used defaults) |
-//! | `sweep` | object | `redfence_scenarios::sweep::Sweep`, with its own `schema_version` |
+//! | `sweep` | object | `redfence_history::sweep::Sweep`, with its own `schema_version` |
 //! | `hotspot_curve` | array \| null | `CurvePoint`s: workers, jitter, wait percentiles, attempts per acquisition |
 //! | `readiness` | object | `items` (the checklist: `id`, `title`, `article`, `mark`, `summary`, `evidence`) and `unprotected` (`kind`, `failure`, `why`, `mitigation`, `evidence`) |
 //!
@@ -24,10 +24,11 @@
 //! sweep (what `redfence run --json` writes) is accepted and wrapped with
 //! the default deployment, so old sweep files still render.
 
-use redfence_scenarios::catalog::hotspot_load::CurvePoint;
-use redfence_scenarios::sweep::{Expectation, Sweep, SCHEMA_VERSION};
+use redfence_history::curve::CurvePoint;
+use redfence_history::sweep::{Sweep, SCHEMA_VERSION};
 use serde::{Deserialize, Serialize};
 
+use crate::deployment::Deployment;
 use crate::readiness::{readiness, Readiness};
 
 /// Version of the [`Report`] JSON schema; readers refuse newer versions.
@@ -41,66 +42,6 @@ pub enum ReportKind {
     Sweep,
     /// One scenario, one protocol, one seed.
     Replay,
-}
-
-/// Where the deployment takes its fencing tokens from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum FenceSource {
-    /// The Redis `INCR` counter inside the acquire script (the library default).
-    RedisCounter,
-    /// A durable counter in the fenced store (Postgres).
-    Store,
-}
-
-/// How the deployment's Redis is replicated.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Replication {
-    /// A replica that can be promoted (Redis replication is asynchronous).
-    Async,
-    /// A single Redis server.
-    None,
-}
-
-/// The deployment the readiness verdicts judge.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Deployment {
-    /// The protocol the team ships (its cells must pass).
-    pub protocol: String,
-    /// Fence source.
-    pub fence_source: FenceSource,
-    /// Redis replication.
-    pub replication: Replication,
-    /// Whether these are defaults rather than what the user said.
-    pub assumed: bool,
-}
-
-impl Deployment {
-    /// The defaults for `sweep`: its first protocol that must pass (the
-    /// reference or a team's own), the library's default fence source (the
-    /// Redis counter), and a promotable replica, as most production Redis
-    /// deployments run.
-    pub fn assumed_for(sweep: &Sweep) -> Self {
-        Self {
-            protocol: deployed_protocol(sweep),
-            fence_source: FenceSource::RedisCounter,
-            replication: Replication::Async,
-            assumed: true,
-        }
-    }
-}
-
-/// The protocol a sweep is about: the first whose cells are expected to
-/// pass, else the first protocol.
-pub fn deployed_protocol(sweep: &Sweep) -> String {
-    sweep
-        .cells
-        .iter()
-        .find(|c| c.expectation == Expectation::Pass)
-        .map(|c| c.protocol.clone())
-        .or_else(|| sweep.protocols.first().map(|p| p.name.clone()))
-        .unwrap_or_default()
 }
 
 /// The report document. See the module doc for the schema.

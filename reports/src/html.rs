@@ -13,16 +13,18 @@
 //! The markup is well-formed XML (every element closed, only XML entities),
 //! so tests can parse it with an XML parser; browsers read it as HTML5.
 
+use redfence_history::names;
 use std::fmt::Write as _;
 
-use redfence_scenarios::history::{FenceOutcome, History, OwnershipChange};
-use redfence_scenarios::run::RunRecord;
-use redfence_scenarios::sweep::{Cell, ScenarioInfo};
-use redfence_scenarios::timeline::timeline;
-use redfence_scenarios::verdict::short_owner;
-use redfence_scenarios::Status;
+use redfence_history::history::{FenceOutcome, History, OwnershipChange};
+use redfence_history::record::RunRecord;
+use redfence_history::sweep::{Cell, ScenarioInfo};
+use redfence_history::timeline::timeline;
+use redfence_history::verdict::short_owner;
+use redfence_history::Status;
 
-use crate::document::{FenceSource, Replication, Report, ReportKind};
+use crate::deployment::Replication;
+use crate::document::{Report, ReportKind};
 use crate::escape::{attr, cell_id, scenario_id, text};
 use crate::labels::{
     cell_bad, cell_class, cell_mark, cell_meaning, count, expectation_words, op_words, verdict_word,
@@ -30,9 +32,10 @@ use crate::labels::{
 use crate::plots::{bars_svg, curve_svg, histogram_svg, waits_ms};
 use crate::readiness::{Evidence, ExposureKind, Mark};
 use crate::timeline_svg::{timeline_svg, Highlight};
+use redfence_history::FenceSourceKind;
 
 /// The scenario whose metrics get plots.
-const HOTSPOT: &str = "hotspot-load";
+const HOTSPOT: &str = names::scenario::HOTSPOT_LOAD;
 
 const STYLE: &str = r#"
 body { font: 14px/1.45 system-ui, sans-serif; margin: 0 auto; max-width: 1280px; padding: 0 20px 60px; color: #1d2430; }
@@ -172,8 +175,8 @@ fn deployment_words(report: &Report) -> String {
         "{} with fences from {} and {}{}",
         d.protocol,
         match d.fence_source {
-            FenceSource::RedisCounter => "the Redis counter",
-            FenceSource::Store => "the store's durable counter",
+            FenceSourceKind::RedisCounter => "the Redis counter",
+            FenceSourceKind::Store => "the store's durable counter",
         },
         match d.replication {
             Replication::Async => "an asynchronously replicated Redis (a replica can be promoted)",
@@ -335,7 +338,7 @@ fn mark_class(mark: Mark) -> &'static str {
 fn readiness(out: &mut String, report: &Report) {
     let _ = write!(
         out,
-        "<section id=\"readiness\"><h2>Rollout readiness</h2><p>The design article's pre-production list (<em>“Sebelum produksi, pastikan implementasi memiliki …”</em>), each item marked by evidence from this run for <strong>{}</strong>. An item is met only when every scenario that shows it ran and passed; the mutant catches listed show the check would notice the bug.</p><table class=\"checklist\"><thead><tr><th>item</th><th>article</th><th>mark</th><th>evidence</th></tr></thead><tbody>",
+        "<section id=\"readiness\"><h2>Rollout readiness</h2><p>The design article's pre-production list (“Before production, make sure the implementation has …”; in the article's original Indonesian: <em lang=\"id\">“Sebelum produksi, pastikan implementasi memiliki …”</em>), each item marked by evidence from this run for <strong>{}</strong>. An item is met only when every scenario that shows it ran and passed; the mutant catches listed show the check would notice the bug.</p><table class=\"checklist\"><thead><tr><th>item</th><th>the article's words (Indonesian)</th><th>mark</th><th>evidence</th></tr></thead><tbody>",
         text(&deployment_words(report))
     );
     if report.kind == ReportKind::Replay {
@@ -356,7 +359,7 @@ fn readiness(out: &mut String, report: &Report) {
         );
     }
     h(out, "</tbody></table>");
-    h(out, "<section id=\"unprotected\"><h3>Failure scenarios that remain unprotected</h3><p>As the article demands (<em>“nyatakan secara eksplisit skenario kegagalan yang belum terlindungi”</em>): what this deployment leaves open, what this run could not test, and what fencing cannot protect at all.</p>");
+    h(out, "<section id=\"unprotected\"><h3>Failure scenarios that remain unprotected</h3><p>As the article demands (“state explicitly the failure scenarios that are not yet protected”; in the original Indonesian: <em lang=\"id\">“nyatakan secara eksplisit skenario kegagalan yang belum terlindungi”</em>): what this deployment leaves open, what this run could not test, and what fencing cannot protect at all.</p>");
     for exposure in &report.readiness.unprotected {
         let (class, word) = match exposure.kind {
             ExposureKind::Exposed => ("exposed", "EXPOSED"),
@@ -734,7 +737,7 @@ fn run_metrics(out: &mut String, record: &RunRecord) {
 }
 
 /// The slice of a verdict as lines a person reads.
-pub fn slice_lines(history: &History, verdict: &redfence_scenarios::Verdict) -> Vec<String> {
+pub fn slice_lines(history: &History, verdict: &redfence_history::Verdict) -> Vec<String> {
     let mut lines = Vec::new();
     for id in &verdict.slice.op_ids {
         if let Some(op) = history.op(*id) {

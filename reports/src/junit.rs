@@ -9,8 +9,8 @@
 
 use std::fmt::Write as _;
 
-use redfence_scenarios::sweep::{Cell, CellStatus};
-use redfence_scenarios::Status;
+use redfence_history::sweep::{Cell, CellStatus};
+use redfence_history::Status;
 
 use crate::document::Report;
 use crate::escape::{attr, text};

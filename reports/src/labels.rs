@@ -2,11 +2,11 @@
 //! expectation and an operation are called, so the HTML, Markdown and JUnit
 //! outputs (and the timeline's tooltips) never disagree about what they mean.
 
-use redfence_scenarios::history::Op;
-use redfence_scenarios::sweep::{Cell, CellStatus, Expectation};
-use redfence_scenarios::timeline::{kind, outcome};
-use redfence_scenarios::verdict::short_owner;
-use redfence_scenarios::Status;
+use redfence_history::history::Op;
+use redfence_history::sweep::{Cell, CellStatus, Expectation};
+use redfence_history::timeline::{kind, outcome};
+use redfence_history::verdict::short_owner;
+use redfence_history::Status;
 
 /// The short mark of a cell in a matrix (as the CLI prints it).
 pub fn cell_mark(cell: &Cell) -> String {

@@ -1,7 +1,7 @@
 //! redfence-reports: renders run results into what a team reads before a
 //! production rollout, and what CI shows.
 //!
-//! The input is a [`Report`] — a `redfence_scenarios::sweep::Sweep` plus the
+//! The input is a [`Report`] — a `redfence_history::sweep::Sweep` plus the
 //! deployment it judges, the hotspot wait curve and the readiness verdicts —
 //! which is also the versioned JSON output (`report.json`, see
 //! [`document`] for the schema). Every other format renders from that value:
@@ -19,8 +19,7 @@
 //! # }
 //! ```
 
-#![deny(missing_docs)]
-
+pub mod deployment;
 pub mod document;
 pub mod escape;
 pub mod html;
@@ -34,10 +33,9 @@ pub mod timeline_svg;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
-pub use document::{
-    parse, Deployment, FenceSource, Replication, Report, ReportError, ReportKind,
-    REPORT_SCHEMA_VERSION,
-};
+pub use deployment::{deployed_protocol, Deployment, Replication};
+pub use document::{parse, Report, ReportError, ReportKind, REPORT_SCHEMA_VERSION};
+pub use redfence_history::FenceSourceKind;
 
 /// One output format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]

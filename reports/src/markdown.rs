@@ -9,7 +9,7 @@
 
 use std::fmt::Write as _;
 
-use redfence_scenarios::sweep::CellStatus;
+use redfence_history::sweep::CellStatus;
 
 use crate::document::Report;
 use crate::labels::{cell_mark, count, verdict_word};
@@ -157,7 +157,7 @@ pub fn render(report: &Report) -> String {
             let why = r
                 .verdicts
                 .iter()
-                .find(|v| v.status == redfence_scenarios::Status::Violated)
+                .find(|v| v.status == redfence_history::Status::Violated)
                 .map(|v| format!("{} {}", v.property.name(), verdict_word(v.status)))
                 .or_else(|| r.error.clone())
                 .unwrap_or_default();

@@ -8,8 +8,8 @@
 
 use std::fmt::Write as _;
 
-use redfence_scenarios::catalog::hotspot_load::CurvePoint;
-use redfence_scenarios::history::{History, OkValue, OpKind, Outcome};
+use redfence_history::curve::CurvePoint;
+use redfence_history::history::{History, OkValue, OpKind, Outcome};
 
 use crate::escape::{attr, text};
 

@@ -1,8 +1,8 @@
 //! The rollout-readiness checklist and the failure scenarios a deployment
 //! leaves unprotected, judged from a run's evidence.
 //!
-//! The checklist is the design article's pre-production list ("Sebelum
-//! produksi, pastikan implementasi memiliki …"): fresh owner token per
+//! The checklist is the design article's pre-production list ("before
+//! production, make sure the implementation has …"): fresh owner token per
 //! acquire, atomic compare-and-delete, bounded renewal, durable monotonic
 //! fencing, fence validated by storage, jittered retries, operation
 //! timeouts, contention metrics, crash and failover tested. Each item names
@@ -12,12 +12,14 @@
 //! demands that whatever cannot be applied is stated as an unprotected
 //! failure scenario — [`Exposure`] is that list, with the run's evidence.
 
-use redfence_scenarios::catalog::hotspot_load::CurvePoint;
-use redfence_scenarios::sweep::{Cell, CellStatus, Sweep};
-use redfence_scenarios::world::WorldKind;
+use redfence_history::curve::CurvePoint;
+use redfence_history::names::{mutant as m, scenario as s};
+use redfence_history::record::WorldKind;
+use redfence_history::sweep::{Cell, CellStatus, Sweep};
 use serde::{Deserialize, Serialize};
 
-use crate::document::{Deployment, FenceSource, Replication};
+use crate::deployment::{Deployment, Replication};
+use redfence_history::FenceSourceKind;
 
 /// How well the run shows a checklist item.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -127,6 +129,7 @@ impl Readiness {
 struct Rule {
     id: &'static str,
     title: &'static str,
+    /// The item in the design article's own (Indonesian) words.
     article: &'static str,
     /// Scenarios the deployed protocol must pass.
     passes: &'static [&'static str],
@@ -139,68 +142,72 @@ const RULES: &[Rule] = &[
         id: "fresh-owner-token",
         title: "Fresh owner token per acquire",
         article: "owner token baru untuk setiap acquire",
-        passes: &["mutual-exclusion", "late-unlock"],
-        catches: &[("static-owner", "mutual-exclusion")],
+        passes: &[s::MUTUAL_EXCLUSION, s::LATE_UNLOCK],
+        catches: &[(m::STATIC_OWNER, s::MUTUAL_EXCLUSION)],
     },
     Rule {
         id: "atomic-compare-and-delete",
         title: "Atomic compare-and-delete release",
         article: "compare-and-delete atomik",
-        passes: &["late-unlock"],
+        passes: &[s::LATE_UNLOCK],
         catches: &[
-            ("del-unlock", "late-unlock"),
-            ("get-then-del", "late-unlock"),
+            (m::DEL_UNLOCK, s::LATE_UNLOCK),
+            (m::GET_THEN_DEL, s::LATE_UNLOCK),
         ],
     },
     Rule {
         id: "bounded-renewal",
         title: "Bounded renewal (owner-checked, capped by hold time and count)",
         article: "renewal terbatas",
-        passes: &["renewal-limits", "late-unlock"],
+        passes: &[s::RENEWAL_LIMITS, s::LATE_UNLOCK],
         catches: &[
-            ("unbounded-renewal", "renewal-limits"),
-            ("renew-without-owner-check", "late-unlock"),
+            (m::UNBOUNDED_RENEWAL, s::RENEWAL_LIMITS),
+            (m::RENEW_WITHOUT_OWNER_CHECK, s::LATE_UNLOCK),
         ],
     },
     Rule {
         id: "durable-monotonic-fencing",
         title: "Durable, monotonic fencing tokens",
         article: "fencing monotonik yang durable",
-        passes: &["failover-counter-regression", "redis-unavailable"],
+        passes: &[s::FAILOVER_COUNTER_REGRESSION, s::REDIS_UNAVAILABLE],
         catches: &[
-            ("redis-counter-fences", "failover-counter-regression"),
-            ("lock-before-fence", "redis-unavailable"),
+            (m::REDIS_COUNTER_FENCES, s::FAILOVER_COUNTER_REGRESSION),
+            (m::LOCK_BEFORE_FENCE, s::REDIS_UNAVAILABLE),
         ],
     },
     Rule {
         id: "fence-validated-by-storage",
         title: "Fence validated by the storage itself",
         article: "validasi token pada storage",
-        passes: &["stale-worker-pause", "fence-rejected", "crash-before-ack"],
+        passes: &[
+            s::STALE_WORKER_PAUSE,
+            s::FENCE_REJECTED,
+            s::CRASH_BEFORE_ACK,
+        ],
         catches: &[
-            ("no-fence-check", "stale-worker-pause"),
-            ("app-side-fence-check", "stale-worker-pause"),
+            (m::NO_FENCE_CHECK, s::STALE_WORKER_PAUSE),
+            (m::APP_SIDE_FENCE_CHECK, s::STALE_WORKER_PAUSE),
         ],
     },
     Rule {
         id: "jittered-retries",
         title: "Retries with full jitter under a deadline",
         article: "retry dengan jitter",
-        passes: &["hotspot-load"],
+        passes: &[s::HOTSPOT_LOAD],
         catches: &[],
     },
     Rule {
         id: "operation-timeouts",
         title: "Operation timeouts (no unbounded wait on Redis or storage)",
         article: "timeout operasi",
-        passes: &["lost-acquire-reply", "redis-unavailable"],
-        catches: &[("no-ttl", "lost-acquire-reply")],
+        passes: &[s::LOST_ACQUIRE_REPLY, s::REDIS_UNAVAILABLE],
+        catches: &[(m::NO_TTL, s::LOST_ACQUIRE_REPLY)],
     },
     Rule {
         id: "contention-metrics",
         title: "Contention metrics (attempts, waits, fairness)",
         article: "metrik contention",
-        passes: &["hotspot-load"],
+        passes: &[s::HOTSPOT_LOAD],
         catches: &[],
     },
     Rule {
@@ -208,18 +215,18 @@ const RULES: &[Rule] = &[
         title: "Crash and failover tested",
         article: "pengujian crash dan failover",
         passes: &[
-            "crash-after-acquire",
-            "crash-mid-mutation",
-            "crash-before-ack",
-            "failover-counter-regression",
+            s::CRASH_AFTER_ACQUIRE,
+            s::CRASH_MID_MUTATION,
+            s::CRASH_BEFORE_ACK,
+            s::FAILOVER_COUNTER_REGRESSION,
         ],
-        catches: &[("setnx-then-expire", "crash-after-acquire")],
+        catches: &[(m::SETNX_THEN_EXPIRE, s::CRASH_AFTER_ACQUIRE)],
     },
 ];
 
 /// The scenario that shows fence regression across failover, and the
 /// mutant that takes its fences from the Redis counter.
-const FAILOVER: (&str, &str) = ("failover-counter-regression", "redis-counter-fences");
+const FAILOVER: (&str, &str) = (s::FAILOVER_COUNTER_REGRESSION, m::REDIS_COUNTER_FENCES);
 
 fn cell_text(cell: &Cell) -> String {
     let violated = cell
@@ -317,20 +324,20 @@ fn judge(rule: &Rule, sweep: &Sweep, deployment: &Deployment) -> ChecklistItem {
     match rule.id {
         "durable-monotonic-fencing" if mark != Mark::NotMet => {
             match (deployment.fence_source, deployment.replication) {
-                (FenceSource::RedisCounter, Replication::Async) => {
+                (FenceSourceKind::RedisCounter, Replication::Async) => {
                     mark = Mark::NotMet;
                     summary = "fences come from the Redis counter and Redis replicates \
                                asynchronously: a failover can hand a fence out twice"
                         .to_owned();
                     found.push(evidence(sweep, FAILOVER.0, FAILOVER.1));
                 }
-                (FenceSource::RedisCounter, Replication::None) => {
+                (FenceSourceKind::RedisCounter, Replication::None) => {
                     mark = mark.max(Mark::Partial);
                     summary = "fences come from the Redis counter: durable only as far as \
                                Redis persistence keeps the counter across a restart"
                         .to_owned();
                 }
-                (FenceSource::Store, _) => {}
+                (FenceSourceKind::Store, _) => {}
             }
         }
         "crash-and-failover-tested" if mark == Mark::Met && sweep.world == WorldKind::Sim => {
@@ -374,7 +381,7 @@ fn jitter_evidence(item: &mut ChecklistItem, curve: &[CurvePoint]) {
     };
     if let (Some(with), Some(without)) = (at(true), at(false)) {
         item.evidence.push(Evidence {
-            scenario: "hotspot-load".to_owned(),
+            scenario: s::HOTSPOT_LOAD.to_owned(),
             protocol: "wait curve".to_owned(),
             status: None,
             text: format!(
@@ -393,7 +400,7 @@ fn jitter_evidence(item: &mut ChecklistItem, curve: &[CurvePoint]) {
 /// figures a team's dashboards should show under contention.
 fn contention_evidence(item: &mut ChecklistItem, sweep: &Sweep, protocol: &str) {
     let Some(record) = sweep
-        .cell("hotspot-load", protocol)
+        .cell(s::HOTSPOT_LOAD, protocol)
         .and_then(|c| c.first_run.as_ref())
     else {
         return;
@@ -401,7 +408,7 @@ fn contention_evidence(item: &mut ChecklistItem, sweep: &Sweep, protocol: &str) 
     let m = &record.metrics;
     let per_worker: Vec<u64> = m.acquisitions_per_worker.values().copied().collect();
     item.evidence.push(Evidence {
-        scenario: "hotspot-load".to_owned(),
+        scenario: s::HOTSPOT_LOAD.to_owned(),
         protocol: format!("{protocol}, seed {}", record.seed),
         status: None,
         text: format!(
@@ -421,7 +428,7 @@ fn contention_evidence(item: &mut ChecklistItem, sweep: &Sweep, protocol: &str) 
 fn exposures(sweep: &Sweep, deployment: &Deployment) -> Vec<Exposure> {
     let mut out = Vec::new();
     match (deployment.fence_source, deployment.replication) {
-        (FenceSource::RedisCounter, Replication::Async) => out.push(Exposure {
+        (FenceSourceKind::RedisCounter, Replication::Async) => out.push(Exposure {
             kind: ExposureKind::Exposed,
             failure: "Redis counter as fence source with asynchronous replication: a failover \
                       hands a fence out twice"
@@ -431,12 +438,12 @@ fn exposures(sweep: &Sweep, deployment: &Deployment) -> Vec<Exposure> {
                   carry the same fence and the store cannot tell them apart. WAIT narrows the \
                   window but does not close it."
                 .to_owned(),
-            mitigation: "take fences from the database (FenceSourceKind::Postgres, \
+            mitigation: "take fences from the database (FenceSourceKind::Store, \
                          LockClientBuilder::postgres_fences), or run without a promotable replica"
                 .to_owned(),
             evidence: vec![evidence(sweep, FAILOVER.0, FAILOVER.1)],
         }),
-        (FenceSource::RedisCounter, Replication::None) => out.push(Exposure {
+        (FenceSourceKind::RedisCounter, Replication::None) => out.push(Exposure {
             kind: ExposureKind::Exposed,
             failure: "Redis counter as fence source: a restart that loses data restarts the \
                       counter"
@@ -448,9 +455,9 @@ fn exposures(sweep: &Sweep, deployment: &Deployment) -> Vec<Exposure> {
                 .to_owned(),
             mitigation: "take fences from the database, or persist Redis with appendfsync always"
                 .to_owned(),
-            evidence: vec![evidence(sweep, "redis-unavailable", &deployment.protocol)],
+            evidence: vec![evidence(sweep, s::REDIS_UNAVAILABLE, &deployment.protocol)],
         }),
-        (FenceSource::Store, _) => {}
+        (FenceSourceKind::Store, _) => {}
     }
     for cell in sweep
         .cells
@@ -463,7 +470,7 @@ fn exposures(sweep: &Sweep, deployment: &Deployment) -> Vec<Exposure> {
             .and_then(|r| {
                 r.verdicts
                     .iter()
-                    .find(|v| v.status == redfence_scenarios::Status::Violated)
+                    .find(|v| v.status == redfence_history::Status::Violated)
                     .map(|v| (v.property.name().to_owned(), v.explanation.clone()))
                     .or_else(|| r.error.clone().map(|e| ("run".to_owned(), e)))
             })
@@ -477,9 +484,8 @@ fn exposures(sweep: &Sweep, deployment: &Deployment) -> Vec<Exposure> {
             evidence: vec![evidence(sweep, &cell.scenario, &cell.protocol)],
         });
     }
-    let untested: Vec<&str> = redfence_scenarios::catalog::all()
-        .iter()
-        .map(|s| s.name())
+    let untested: Vec<&str> = redfence_history::names::scenario::ALL
+        .into_iter()
         .filter(|name| sweep.cell(name, &deployment.protocol).is_none())
         .collect();
     if !untested.is_empty() {
@@ -542,5 +548,40 @@ pub fn readiness(
     Readiness {
         items,
         unprotected: exposures(sweep, deployment),
+    }
+}
+
+#[cfg(test)]
+mod rule_tests {
+    use super::*;
+    use redfence_history::mutation::CATCHES;
+
+    /// A renamed scenario or mutant must not silently turn a readiness mark
+    /// into "no evidence": every name a rule cites is a real scenario, and
+    /// every catch it cites is one the mutation table promises.
+    #[test]
+    fn every_scenario_and_catch_a_rule_names_is_real() {
+        for rule in RULES {
+            for scenario in rule.passes {
+                assert!(
+                    s::ALL.contains(scenario),
+                    "{}: no scenario {scenario}",
+                    rule.id
+                );
+            }
+            for (mutant, scenario) in rule.catches {
+                assert!(
+                    CATCHES
+                        .iter()
+                        .any(|c| c.mutant == *mutant && c.scenario == *scenario),
+                    "{}: {mutant} is not promised to be caught by {scenario}",
+                    rule.id
+                );
+            }
+        }
+        let (scenario, mutant) = FAILOVER;
+        assert!(CATCHES
+            .iter()
+            .any(|c| c.mutant == mutant && c.scenario == scenario));
     }
 }

@@ -19,10 +19,11 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
-use redfence_scenarios::history::{
-    FenceOutcome, History, OkValue, Op, OpKind, Outcome, OwnershipChange, REPORT_SUCCESS,
+use redfence_history::fault::Fault;
+use redfence_history::history::{
+    FenceOutcome, History, JobReport, OkValue, Op, OpKind, Outcome, OwnershipChange,
 };
-use redfence_scenarios::verdict::{short_owner, HistorySlice};
+use redfence_history::verdict::{short_owner, HistorySlice};
 
 use crate::escape::{attr, text};
 use crate::labels::op_words;
@@ -82,99 +83,44 @@ struct FaultMark {
     label: String,
 }
 
-/// (start words, end words, class) of faults that open and close a window;
-/// `{w}` stands for a worker name.
-const WINDOWS: &[(&str, &str, &str)] = &[
-    ("pause {w}", "resume {w}", "pause"),
-    ("partition {w} from redis", "heal {w} to redis", "partition"),
-    ("partition {w} from store", "heal {w} to store", "partition"),
-    (
-        "drop redis replies to {w}",
-        "restore redis replies to {w}",
-        "drop",
-    ),
-    (
-        "drop store replies to {w}",
-        "restore store replies to {w}",
-        "drop",
-    ),
-    ("stop redis", "restart redis", "redis-down"),
-    ("cut replication", "restore replication", "replication-cut"),
-];
-
-/// Whether `what` is `pattern` with `{w}` replaced by `worker`.
-fn matches(pattern: &str, what: &str, worker: Option<&str>) -> bool {
-    match worker {
-        Some(w) => pattern.replace("{w}", w) == what,
-        None => !pattern.contains("{w}") && pattern == what,
+/// The timeline's class for a fault (its colour and its legend entry).
+fn fault_class(fault: &Fault) -> &'static str {
+    match fault {
+        Fault::PauseWorker(_) => "pause",
+        Fault::PartitionRedis(_) | Fault::PartitionStore(_) => "partition",
+        Fault::DropRedisReplies(_) | Fault::DropStoreReplies(_) => "drop",
+        Fault::StopRedis => "redis-down",
+        Fault::CutReplication => "replication-cut",
+        Fault::RedisLatency { .. } => "latency",
+        Fault::CrashWorker(_) => "crash",
+        Fault::FailOver => "failover",
+        _ => "event",
     }
 }
 
 fn fault_marks(history: &History) -> Vec<FaultMark> {
     let mut marks: Vec<FaultMark> = Vec::new();
-    for (i, fault) in history.faults.iter().enumerate() {
-        let worker = fault.worker.as_deref();
-        if fault.crash {
-            marks.push(FaultMark {
-                start_ms: fault.at_ms,
-                end_ms: None,
-                worker: fault.worker.clone(),
-                class: "crash",
-                label: fault.what.clone(),
-            });
+    for (i, record) in history.faults.iter().enumerate() {
+        let fault = &record.fault;
+        if fault.ends_window() {
+            // An end (or a latency removal): drawn by the window it closes.
             continue;
         }
-        if let Some((_, end, class)) = WINDOWS
-            .iter()
-            .find(|(start, _, _)| matches(start, &fault.what, worker))
-        {
-            // The window closes at the first matching end after it, or
-            // stays open to the end of the run.
-            let closed = history.faults[i + 1..]
+        let end_ms = fault.opens_window().then(|| {
+            // The window closes at the first fault after it that ends it,
+            // or stays open to the end of the run.
+            history.faults[i + 1..]
                 .iter()
-                .find(|f| matches(end, &f.what, worker))
-                .map(|f| f.at_ms);
-            marks.push(FaultMark {
-                start_ms: fault.at_ms,
-                end_ms: Some(closed.unwrap_or(history.end_ms)),
-                worker: fault.worker.clone(),
-                class,
-                label: fault.what.clone(),
-            });
-        } else if WINDOWS
-            .iter()
-            .any(|(_, end, _)| matches(end, &fault.what, worker))
-        {
-            // An end: drawn by its window.
-        } else if fault.what.starts_with("redis latency ") {
-            // Latency lasts until the worker's next latency change (0 ms
-            // removes it), so it is a window, not a moment.
-            if !fault.what.starts_with("redis latency 0 ms") {
-                let closed = history.faults[i + 1..]
-                    .iter()
-                    .find(|f| f.worker == fault.worker && f.what.starts_with("redis latency "))
-                    .map(|f| f.at_ms);
-                marks.push(FaultMark {
-                    start_ms: fault.at_ms,
-                    end_ms: Some(closed.unwrap_or(history.end_ms)),
-                    worker: fault.worker.clone(),
-                    class: "latency",
-                    label: fault.what.clone(),
-                });
-            }
-        } else {
-            marks.push(FaultMark {
-                start_ms: fault.at_ms,
-                end_ms: None,
-                worker: fault.worker.clone(),
-                class: if fault.what.starts_with("fail over") {
-                    "failover"
-                } else {
-                    "event"
-                },
-                label: fault.what.clone(),
-            });
-        }
+                .find(|later| fault.closed_by(&later.fault))
+                .map_or(history.end_ms, |later| later.at_ms)
+        });
+        marks.push(FaultMark {
+            start_ms: record.at_ms,
+            end_ms,
+            worker: record.worker.clone(),
+            class: fault_class(fault),
+            label: record.what.clone(),
+        });
     }
     marks
 }
@@ -435,14 +381,14 @@ fn worker_lane(
             // A job's bad ending is part of the story (gave up, failed
             // closed, ownership lost); a success is already shown by its
             // accepted write.
-            (OpKind::Report { outcome, .. }, _) if outcome != REPORT_SUCCESS => {
+            (OpKind::Report { outcome, .. }, _) if *outcome != JobReport::Success => {
                 let _ = writeln!(
                     out,
                     r#"<text class="report{hit}" data-lane="{w}" data-op="{id}" x="{x:.1}" y="{y:.1}">{o}<title>{title}</title></text>"#,
                     w = attr(worker),
                     id = op.id,
                     y = top + LANE_H - 3.0,
-                    o = text(outcome),
+                    o = text(outcome.name()),
                 );
             }
             (OpKind::Report { .. }, _) => {}

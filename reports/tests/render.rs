@@ -5,11 +5,11 @@
 mod common;
 
 use common::{by_id, find, golden, has_class, text_of, xml};
+use redfence_history::sweep::CellStatus;
 use redfence_reports::readiness::{ExposureKind, Mark};
 use redfence_reports::{
-    html, junit, markdown, render, Deployment, FenceSource, Format, Replication, Report,
+    html, junit, markdown, render, Deployment, FenceSourceKind, Format, Replication, Report,
 };
-use redfence_scenarios::sweep::CellStatus;
 
 /// The article (cell detail) of `scenario` × `protocol`.
 fn cell<'a, 'i>(
@@ -266,7 +266,7 @@ fn readiness_marks_redis_counter_with_async_replication_unprotected() {
 
     // With fences from the store, the exposure is gone and the item is met.
     let durable = Deployment {
-        fence_source: FenceSource::Store,
+        fence_source: FenceSourceKind::Store,
         replication: Replication::Async,
         assumed: false,
         ..report.deployment.clone()

@@ -16,11 +16,9 @@ use std::time::Duration;
 
 use redfence_core::backoff::backoff_window_ms;
 
-use crate::history::{OkValue, OpKind, Outcome};
-use crate::history::{
-    REPORT_ALREADY_DONE, REPORT_FAILED, REPORT_OWNERSHIP_LOST, REPORT_RETRY_LATER, REPORT_SUCCESS,
-};
+use crate::history::{JobReport, OkValue, OpKind, Outcome};
 use crate::protocol::{Acquire, Held, Session, StepError, WriteResult};
+pub use crate::record::JobStat;
 use crate::recorder::Recorder;
 use crate::world::{Trigger, WorkerEnv};
 
@@ -46,19 +44,6 @@ pub enum Phase {
     Releasing,
     /// Every job is done.
     Done,
-}
-
-/// One job's statistics, for load scenarios.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct JobStat {
-    /// The job.
-    pub job_id: String,
-    /// Acquire attempts made.
-    pub attempts: u32,
-    /// From the first attempt to the lease being held; `None` if never held.
-    pub wait_ms: Option<u64>,
-    /// The report (`success`, `retry-later`, …).
-    pub report: &'static str,
 }
 
 #[derive(Debug, Default)]
@@ -222,7 +207,7 @@ async fn process(
         job_id: job.job_id.clone(),
         attempts: 0,
         wait_ms: None,
-        report: REPORT_FAILED,
+        report: JobReport::Failed,
     };
     probe.set(Phase::Acquiring);
     let started_ms = env.clock.now_ms();
@@ -264,7 +249,7 @@ async fn process(
         }
     }
     let Some((held, acquired_ms)) = held else {
-        stat.report = REPORT_RETRY_LATER;
+        stat.report = JobReport::RetryLater;
         return stat;
     };
     stat.wait_ms = Some(env.clock.now_ms().saturating_sub(started_ms));
@@ -274,7 +259,7 @@ async fn process(
         probe.set(Phase::Writing);
         stat.report = write(env, session, recorder, &held, &job.job_id).await;
     } else {
-        stat.report = REPORT_OWNERSHIP_LOST;
+        stat.report = JobReport::OwnershipLost;
     }
     probe.set(Phase::Releasing);
     let op = recorder.invoke(name, Some(&held.owner), OpKind::Release);
@@ -347,7 +332,7 @@ async fn write(
     recorder: &Recorder,
     held: &Held,
     job_id: &str,
-) -> &'static str {
+) -> JobReport {
     let fence = held.fence.unwrap_or(0);
     let kind = OpKind::Write {
         fence,
@@ -358,27 +343,27 @@ async fn write(
     match session.write(held, job_id, &value).await {
         Ok(WriteResult::Applied) => {
             recorder.complete(op, Outcome::Ok(OkValue::WriteAccepted));
-            REPORT_SUCCESS
+            JobReport::Success
         }
         Ok(WriteResult::AlreadyDone) => {
             recorder.complete(op, Outcome::Ok(OkValue::AlreadyDone));
-            REPORT_ALREADY_DONE
+            JobReport::AlreadyDone
         }
         Ok(WriteResult::Stale { last_fence }) => {
             recorder.complete(op, Outcome::Ok(OkValue::WriteStale { last_fence }));
-            REPORT_OWNERSHIP_LOST
+            JobReport::OwnershipLost
         }
         Ok(WriteResult::NotFound) => {
             recorder.complete(op, Outcome::Ok(OkValue::WriteNotFound));
-            REPORT_FAILED
+            JobReport::Failed
         }
         Err(StepError::Indeterminate(why)) => {
             recorder.give_up(op, why);
-            REPORT_FAILED
+            JobReport::Failed
         }
         Err(error) => {
             recorder.complete(op, outcome_of(&error));
-            REPORT_FAILED
+            JobReport::Failed
         }
     }
 }

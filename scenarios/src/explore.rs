@@ -13,6 +13,7 @@
 //! The generator is seeded: the same exploration seed tries the same
 //! schedules in the same order.
 
+use crate::names;
 use std::fmt;
 use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -284,7 +285,7 @@ impl RandomFaults {
 
 impl Scenario for RandomFaults {
     fn name(&self) -> &'static str {
-        "random-faults"
+        names::scenario::RANDOM_FAULTS
     }
 
     fn describe(&self) -> &'static str {
@@ -303,7 +304,7 @@ impl Scenario for RandomFaults {
         let mut setup = Setup {
             workers: WORKERS,
             replica: self.fails_over(),
-            fence_source: FenceSourceKind::Postgres,
+            fence_source: FenceSourceKind::Store,
             ..Setup::default()
         };
         setup.backoff.attempts_max = 60;

@@ -1,43 +1,33 @@
-//! redfence-scenarios: the history model and the checker that decides the
-//! safety and liveness properties of a lock protocol from a recorded run.
+//! redfence-scenarios: the scenario catalog, the protocols under test (the
+//! reference and its mutants), the runner that drives them through a world
+//! (the deterministic simulation or real servers), sweeps and exploration.
 //!
-//! A world (the deterministic simulation, or real Redis and Postgres) records
-//! a [`History`]; [`check`] turns it into one [`Verdict`] per [`Property`],
-//! each with the smallest [`HistorySlice`] that shows a violation. Everything
-//! here is pure and world-independent: this crate does not know how a world
-//! is built, and every type serialises with serde so reports can render runs
-//! from JSON.
+//! What a run *is* — the history, the properties, the checker, verdicts and
+//! the serialisable results — lives in the pure `redfence-history` crate;
+//! its modules are re-exported here under the same names, so
+//! `redfence_scenarios::history::History` and
+//! `redfence_history::History` are one type.
 //!
 //! ```
-//! use redfence_scenarios::{check, FenceOutcome, HistoryBuilder, Limits, OkValue, Property, Status};
+//! use std::sync::Arc;
+//! use redfence_scenarios::{catalog, protocols::Reference, run::run_one, sim_world::SimWorlds};
 //!
-//! let limits = Limits { lease_ms: 1_000, hold_ms_max: 5_000, renewals_max: 3, tolerance_ms: 10 };
-//! // A stale owner's write lands after its successor's: a store without a fence check.
-//! let history = HistoryBuilder::new("account-7", limits)
-//!     .acquired("w1", "o1", (0, 5), 1)
-//!     .acquired("w2", "o2", (1_100, 1_105), 2)
-//!     .write("w2", "o2", 2, None, (1_300, 1_310), OkValue::WriteAccepted)
-//!     .fence_log(1_305, "o2", 2, None, FenceOutcome::Accepted)
-//!     .write("w1", "o1", 1, None, (1_500, 1_530), OkValue::WriteAccepted)
-//!     .fence_log(1_520, "o1", 1, None, FenceOutcome::Accepted)
-//!     .build();
-//! let verdicts = check(&history);
-//! assert_eq!(verdicts[0].property, Property::FenceOrder);
-//! assert_eq!(verdicts[0].status, Status::Violated);
-//! assert_eq!(verdicts[0].slice.op_ids, [3, 4]);
+//! let scenario = catalog::by_name("late-unlock").unwrap();
+//! let record = run_one(&SimWorlds, scenario.as_ref(), Arc::new(Reference), 0);
+//! assert!(!record.failed(), "{:?}", record.violated());
 //! ```
 
-#![deny(missing_docs)]
+pub use redfence_history::{
+    agreement, check, check_property, checker, curve, fault, history, mutation, names, property,
+    record, timeline, verdict, FaultRecord, FenceOutcome, FenceRecord, History, HistoryBuilder,
+    HistoryError, HistorySlice, JobReport, Limits, OkValue, Op, OpKind, Outcome, OwnershipAt,
+    OwnershipChange, OwnershipRecord, Property, Status, Verdict, NO_REDIS_TRUTH, NO_STORE_TRUTH,
+};
 
-pub mod agreement;
 pub mod catalog;
-pub mod checker;
 pub mod conn;
 pub mod driver;
 pub mod explore;
-pub mod history;
-pub mod mutation;
-pub mod property;
 pub mod protocol;
 pub mod protocols;
 pub mod real_world;
@@ -47,14 +37,4 @@ pub mod scenario;
 pub mod sim_world;
 pub mod stage;
 pub mod sweep;
-pub mod timeline;
-pub mod verdict;
 pub mod world;
-
-pub use checker::{check, check_property, NO_REDIS_TRUTH, NO_STORE_TRUTH};
-pub use history::{
-    FaultRecord, FenceOutcome, FenceRecord, History, HistoryBuilder, HistoryError, Limits, OkValue,
-    Op, OpKind, Outcome, OwnershipChange, OwnershipRecord,
-};
-pub use property::Property;
-pub use verdict::{HistorySlice, OwnershipAt, Status, Verdict};

@@ -9,8 +9,8 @@
 
 use std::sync::{Arc, Mutex};
 
-use crate::history::{FaultRecord, OkValue, Op, OpKind, Outcome, OPS_MAX};
-use crate::world::{worker_name, Clock, Fault};
+use crate::history::{FaultRecord, JobReport, OkValue, Op, OpKind, Outcome, OPS_MAX};
+use crate::world::{Clock, Fault};
 
 /// Why an op that never completed is indeterminate.
 pub const NO_ANSWER: &str = "no answer before the worker stopped or the run ended";
@@ -86,9 +86,9 @@ impl Recorder {
     }
 
     /// Records a worker's final word on a job, now.
-    pub fn report(&self, worker: &str, job_id: Option<&str>, outcome: &str) {
+    pub fn report(&self, worker: &str, job_id: Option<&str>, outcome: JobReport) {
         let kind = OpKind::Report {
-            outcome: outcome.to_owned(),
+            outcome,
             job_id: job_id.map(str::to_owned),
         };
         let op = self.invoke(worker, None, kind);
@@ -97,12 +97,9 @@ impl Recorder {
 
     /// Records `fault`, injected at `at_ms`.
     pub fn fault(&self, at_ms: u64, fault: &Fault) {
-        self.lock().faults.push(FaultRecord {
-            at_ms,
-            what: fault.describe(),
-            worker: fault.worker().map(worker_name),
-            crash: matches!(fault, Fault::CrashWorker(_)),
-        });
+        self.lock()
+            .faults
+            .push(FaultRecord::new(at_ms, fault.clone()));
     }
 
     /// How many ops were refused past the bound.

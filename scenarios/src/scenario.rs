@@ -7,34 +7,13 @@
 //! with their defaults ([`Param`]).
 
 use redfence_core::{ConfigError, FenceSourceKind, LockConfig};
-use serde::{Deserialize, Serialize};
 
 use crate::driver::Backoff;
 use crate::property::Property;
 use crate::stage::Stage;
 use crate::world::WorldError;
 
-/// One documented parameter of a scenario, with the value it runs with.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Param {
-    /// kebab-case name.
-    pub name: String,
-    /// The value, in words with its unit (e.g. `1000 ms`).
-    pub value: String,
-    /// What it means.
-    pub doc: String,
-}
-
-impl Param {
-    /// A parameter.
-    pub fn new(name: &str, value: impl std::fmt::Display, doc: &str) -> Self {
-        Self {
-            name: name.to_owned(),
-            value: value.to_string(),
-            doc: doc.to_owned(),
-        }
-    }
-}
+pub use redfence_history::record::Param;
 
 /// The world and lock configuration a scenario runs with.
 ///
@@ -116,10 +95,7 @@ impl Setup {
 
     /// The setup's parameters in words, for reports.
     pub fn params(&self) -> Vec<Param> {
-        let source = match self.fence_source {
-            FenceSourceKind::RedisCounter => "redis-counter",
-            FenceSourceKind::Postgres => "store-counter",
-        };
+        let source = self.fence_source.name();
         vec![
             Param::new(
                 "workers",

@@ -11,12 +11,11 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use redfence_core::{FencedStore, ResourceName, StoreError, WriteOutcome};
-use redfence_sim::redis::OwnershipChange as SimChange;
 use redfence_sim::store::{SimStoreClient, SimStoreFences};
 use redfence_sim::world::{World as Sim, WorldBuilder};
 
 use crate::conn::RedisConn;
-use crate::history::{FenceOutcome, FenceRecord, OwnershipChange, OwnershipRecord};
+use crate::history::FenceRecord;
 use crate::run::{WorldFactory, WorldSpec};
 use crate::world::{
     worker_name, Clock, Fault, RawStore, Trigger, Truth, WorkerEnv, WorkerJob, World, WorldError,
@@ -211,21 +210,7 @@ impl World for SimWorld {
             .ownership()
             .events()
             .into_iter()
-            .filter(|event| event.key == lock_key)
-            .map(|event| OwnershipRecord {
-                at_ms: event.at_ms,
-                server: event.server,
-                key: event.key,
-                change: match event.change {
-                    SimChange::Set { owner } => OwnershipChange::Set { owner },
-                    SimChange::Overwritten { from, to } => {
-                        OwnershipChange::Overwritten { from, to }
-                    }
-                    SimChange::Expired { owner } => OwnershipChange::Expired { owner },
-                    SimChange::Deleted { owner } => OwnershipChange::Deleted { owner },
-                    SimChange::Lost { owner } => OwnershipChange::Lost { owner },
-                },
-            })
+            .filter(|record| record.key == lock_key)
             .collect();
         let store = self
             .sim
@@ -239,12 +224,7 @@ impl World for SimWorld {
                 fence: entry.fence,
                 owner: entry.owner,
                 job_id: entry.job_id,
-                outcome: match entry.outcome {
-                    redfence_core::LogOutcome::Accepted => FenceOutcome::Accepted,
-                    redfence_core::LogOutcome::Stale => FenceOutcome::Stale,
-                    redfence_core::LogOutcome::NotFound => FenceOutcome::NotFound,
-                    redfence_core::LogOutcome::Duplicate => FenceOutcome::Duplicate,
-                },
+                outcome: entry.outcome,
             })
             .collect();
         Ok(Truth {

@@ -9,84 +9,25 @@
 //! tallies and at most two full records (its first run and its first
 //! failure), never every history.
 
-use std::str::FromStr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use serde::{Deserialize, Serialize};
-
-use crate::mutation::promised;
-use crate::property::Property;
+use crate::mutation::{is_mutant, promised};
 use crate::protocol::Protocol;
-use crate::run::{run_one, RunRecord, WorldFactory};
-use crate::scenario::{Param, Scenario};
-use crate::verdict::Status;
-use crate::world::WorldKind;
+use crate::run::{run_one, WorldFactory};
+use crate::scenario::Scenario;
 
-/// Version of the [`Sweep`] JSON schema; readers refuse newer versions.
-pub const SCHEMA_VERSION: u32 = 1;
+pub use redfence_history::names::protocol::REFERENCE;
+pub use redfence_history::sweep::{
+    score, Cell, CellAcc, CellStatus, Expectation, MutantScore, ProtocolInfo, ScenarioInfo, Shard,
+    ShardError, Sweep, Tally, SCHEMA_VERSION,
+};
 
 /// Most seeds one sweep may run per cell (a bound on the work queue).
 pub const SEEDS_MAX: u64 = 10_000_000;
 
 /// Most threads a sweep starts.
 pub const JOBS_MAX: usize = 256;
-
-/// The protocol every scenario must pass.
-pub const REFERENCE: &str = "reference";
-
-/// One shard of the seed space: seeds whose `seed % count == index - 1`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Shard {
-    /// 1-based shard number.
-    pub index: u64,
-    /// How many shards the space is split into.
-    pub count: u64,
-}
-
-/// A shard written wrong.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum ShardError {
-    /// Not `I/N`.
-    #[error("shard {0:?} is not of the form I/N (e.g. 2/4)")]
-    Format(String),
-    /// `I` outside `1..=N`, or `N` zero.
-    #[error("shard {index}/{count}: I must be in 1..=N and N at least 1")]
-    Range {
-        /// I.
-        index: u64,
-        /// N.
-        count: u64,
-    },
-}
-
-impl FromStr for Shard {
-    type Err = ShardError;
-
-    fn from_str(text: &str) -> Result<Self, Self::Err> {
-        let format = || ShardError::Format(text.to_owned());
-        let (i, n) = text.split_once('/').ok_or_else(format)?;
-        let index: u64 = i.trim().parse().map_err(|_| format())?;
-        let count: u64 = n.trim().parse().map_err(|_| format())?;
-        if count == 0 || index == 0 || index > count {
-            return Err(ShardError::Range { index, count });
-        }
-        Ok(Self { index, count })
-    }
-}
-
-impl std::fmt::Display for Shard {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}/{}", self.index, self.count)
-    }
-}
-
-impl Shard {
-    /// Whether `seed` belongs to this shard.
-    pub fn contains(self, seed: u64) -> bool {
-        seed % self.count == self.index - 1
-    }
-}
 
 /// What a sweep runs.
 #[derive(Clone)]
@@ -126,246 +67,6 @@ pub struct Progress {
     pub failed: usize,
 }
 
-/// How one property fared across a cell's seeds.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Tally {
-    /// The property.
-    pub property: Property,
-    /// Seeds on which it held.
-    pub held: u64,
-    /// Seeds on which it was violated.
-    pub violated: u64,
-    /// Seeds on which it could not be decided.
-    pub undecided: u64,
-}
-
-/// What a cell was expected to show.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Expectation {
-    /// Every property holds (the reference, everywhere).
-    Pass,
-    /// These properties are violated on some seed (a promised catch).
-    Catch(Vec<Property>),
-    /// Nothing promised (a mutant outside the scenarios meant for it).
-    Any,
-}
-
-/// How a cell came out against its expectation.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum CellStatus {
-    /// Expected to pass and did.
-    Passed,
-    /// A promised catch happened.
-    Caught,
-    /// Nothing promised; it failed anyway (caught here too).
-    AlsoCaught,
-    /// Nothing promised; it passed.
-    NotCaught,
-    /// A promised catch did not happen within the seeds run.
-    Missed,
-    /// A promised catch cannot happen in this world: the property needs
-    /// ground truth the world lacks (real Redis has no ownership log), and
-    /// it was undecided on every seed.
-    Undecidable,
-    /// Expected to pass, and failed: a defect in the protocol (or harness).
-    Failed,
-}
-
-/// One scenario × protocol across the sweep's seeds.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Cell {
-    /// The scenario.
-    pub scenario: String,
-    /// The protocol.
-    pub protocol: String,
-    /// The world.
-    pub world: WorldKind,
-    /// Seeds run.
-    pub runs: u64,
-    /// Seeds with a violation or an error.
-    pub failed_runs: u64,
-    /// Seeds whose run broke or whose script stopped early.
-    pub errors: u64,
-    /// Per property, in [`Property::ALL`] order.
-    pub tallies: Vec<Tally>,
-    /// What was expected.
-    pub expectation: Expectation,
-    /// How it came out.
-    pub status: CellStatus,
-    /// 1-based position, in seed order, of the first seed that showed the
-    /// expected violation (or, with nothing promised, any failure).
-    pub seeds_to_catch: Option<u64>,
-    /// The first failing run (full history), if any.
-    pub first_failure: Option<RunRecord>,
-    /// The first run (full history), for timelines of passing cells.
-    pub first_run: Option<RunRecord>,
-}
-
-/// A mutant's score across the scenarios meant to catch it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct MutantScore {
-    /// The mutant.
-    pub mutant: String,
-    /// Promised catches in this sweep.
-    pub promised: u64,
-    /// Promised catches that happened.
-    pub caught: u64,
-    /// Scenarios (beyond the promised ones) that also caught it.
-    pub also_caught_by: Vec<String>,
-    /// Fewest seeds any promised scenario needed.
-    pub seeds_to_catch: Option<u64>,
-}
-
-/// A scenario as listed in a sweep (so reports need nothing else).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ScenarioInfo {
-    /// Name.
-    pub name: String,
-    /// What it tests.
-    pub description: String,
-    /// The properties it targets.
-    pub targets: Vec<Property>,
-    /// Its parameters.
-    pub params: Vec<Param>,
-}
-
-/// A protocol as listed in a sweep.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ProtocolInfo {
-    /// Name.
-    pub name: String,
-    /// What it does (for a mutant: what is broken).
-    pub description: String,
-}
-
-/// The result of a sweep. See the module doc.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Sweep {
-    /// [`SCHEMA_VERSION`] at the time of writing.
-    pub schema_version: u32,
-    /// The world the sweep ran in.
-    pub world: WorldKind,
-    /// First seed.
-    pub seed_first: u64,
-    /// Seeds per cell before sharding.
-    pub seeds: u64,
-    /// The shard run, if any.
-    pub shard: Option<Shard>,
-    /// The scenarios, in plan order.
-    pub scenarios: Vec<ScenarioInfo>,
-    /// The protocols, in plan order.
-    pub protocols: Vec<ProtocolInfo>,
-    /// Cells, scenario-major in plan order.
-    pub cells: Vec<Cell>,
-    /// Mutation score per mutant in the plan.
-    pub mutants: Vec<MutantScore>,
-}
-
-impl Sweep {
-    /// The cell of `scenario` × `protocol`.
-    pub fn cell(&self, scenario: &str, protocol: &str) -> Option<&Cell> {
-        self.cells
-            .iter()
-            .find(|c| c.scenario == scenario && c.protocol == protocol)
-    }
-
-    /// Cells that had to pass and failed: the reference's, or a team's own
-    /// protocol's (anything that is not a shipped mutant).
-    pub fn failed_cells(&self) -> Vec<&Cell> {
-        self.cells
-            .iter()
-            .filter(|c| c.status == CellStatus::Failed)
-            .collect()
-    }
-
-    /// Whether every cell that had to pass did, and every promised catch
-    /// happened.
-    pub fn ok(&self) -> bool {
-        self.failed_cells().is_empty() && self.missed().is_empty()
-    }
-
-    /// Cells where a promised catch did not happen.
-    pub fn missed(&self) -> Vec<&Cell> {
-        self.cells
-            .iter()
-            .filter(|c| c.status == CellStatus::Missed)
-            .collect()
-    }
-}
-
-/// A cell being reduced.
-struct Acc {
-    runs: u64,
-    failed_runs: u64,
-    errors: u64,
-    tallies: Vec<Tally>,
-    /// (position, record) of the first failure so far.
-    first_failure: Option<(u64, RunRecord)>,
-    /// Position of the first seed showing a promised violation.
-    first_promised: Option<u64>,
-    first_run: Option<(u64, RunRecord)>,
-}
-
-impl Acc {
-    fn new() -> Self {
-        Self {
-            runs: 0,
-            failed_runs: 0,
-            errors: 0,
-            tallies: Property::ALL
-                .iter()
-                .map(|&property| Tally {
-                    property,
-                    held: 0,
-                    violated: 0,
-                    undecided: 0,
-                })
-                .collect(),
-            first_failure: None,
-            first_promised: None,
-            first_run: None,
-        }
-    }
-
-    fn add(&mut self, position: u64, record: RunRecord, promised: &[Property]) {
-        self.runs += 1;
-        if record.error.is_some() {
-            self.errors += 1;
-        }
-        for verdict in &record.verdicts {
-            let tally = &mut self.tallies[Property::ALL
-                .iter()
-                .position(|&p| p == verdict.property)
-                .expect("every property is in ALL")];
-            match verdict.status {
-                Status::Held => tally.held += 1,
-                Status::Violated => tally.violated += 1,
-                Status::Undecided => tally.undecided += 1,
-            }
-        }
-        let hit = record.violated().iter().any(|p| promised.contains(p));
-        if hit && self.first_promised.is_none_or(|p| position < p) {
-            self.first_promised = Some(position);
-        }
-        if record.failed()
-            && self
-                .first_failure
-                .as_ref()
-                .is_none_or(|(p, _)| position < *p)
-        {
-            self.failed_runs += 1;
-            self.first_failure = Some((position, record.clone()));
-        } else if record.failed() {
-            self.failed_runs += 1;
-        }
-        if self.first_run.as_ref().is_none_or(|(p, _)| position < *p) {
-            self.first_run = Some((position, record));
-        }
-    }
-}
-
 /// Runs `plan` in worlds from `worlds`, calling `progress` after each run.
 pub fn sweep(
     worlds: &dyn WorldFactory,
@@ -375,7 +76,9 @@ pub fn sweep(
     let seeds = plan.seed_list();
     let cells_count = plan.scenarios.len() * plan.protocols.len();
     let total = cells_count * seeds.len();
-    let accs: Vec<Mutex<Acc>> = (0..cells_count).map(|_| Mutex::new(Acc::new())).collect();
+    let accs: Vec<Mutex<CellAcc>> = (0..cells_count)
+        .map(|_| Mutex::new(CellAcc::new()))
+        .collect();
     let next = AtomicUsize::new(0);
     let done = AtomicUsize::new(0);
     let failed = AtomicUsize::new(0);
@@ -419,21 +122,12 @@ pub fn sweep(
         let acc = acc.into_inner().unwrap_or_else(|e| e.into_inner());
         let scenario = &plan.scenarios[index / plan.protocols.len()];
         let protocol = &plan.protocols[index % plan.protocols.len()];
-        cells.push(finish_cell(
-            worlds.kind(),
-            scenario.as_ref(),
-            protocol.as_ref(),
-            acc,
-        ));
+        cells.push(acc.finish(worlds.kind(), scenario.name(), protocol.name()));
     }
     let mutants = plan
         .protocols
         .iter()
-        .filter(|p| {
-            crate::mutation::CATCHES
-                .iter()
-                .any(|c| c.mutant == p.name())
-        })
+        .filter(|p| is_mutant(p.name()))
         .map(|p| score(p.name(), &cells))
         .collect();
     Sweep {
@@ -466,91 +160,6 @@ pub fn sweep(
             .collect(),
         cells,
         mutants,
-    }
-}
-
-fn finish_cell(
-    world: WorldKind,
-    scenario: &dyn Scenario,
-    protocol: &dyn Protocol,
-    acc: Acc,
-) -> Cell {
-    let promised = promised(protocol.name(), scenario.name());
-    // The reference and any protocol that is not a shipped mutant (a
-    // team's own lock) must pass; a mutant must be caught where promised.
-    let mutant = crate::mutation::CATCHES
-        .iter()
-        .any(|c| c.mutant == protocol.name());
-    let expectation = if !mutant {
-        Expectation::Pass
-    } else if promised.is_empty() {
-        Expectation::Any
-    } else {
-        Expectation::Catch(promised)
-    };
-    let any_failure = acc.failed_runs > 0;
-    let (status, seeds_to_catch) = match &expectation {
-        Expectation::Pass if any_failure => (CellStatus::Failed, None),
-        Expectation::Pass => (CellStatus::Passed, None),
-        Expectation::Catch(promised) => match acc.first_promised {
-            Some(position) => (CellStatus::Caught, Some(position)),
-            None if undecided_everywhere(&acc.tallies, promised) => (CellStatus::Undecidable, None),
-            None => (CellStatus::Missed, None),
-        },
-        Expectation::Any if any_failure => (
-            CellStatus::AlsoCaught,
-            acc.first_failure.as_ref().map(|(p, _)| *p),
-        ),
-        Expectation::Any => (CellStatus::NotCaught, None),
-    };
-    Cell {
-        scenario: scenario.name().to_owned(),
-        protocol: protocol.name().to_owned(),
-        world,
-        runs: acc.runs,
-        failed_runs: acc.failed_runs,
-        errors: acc.errors,
-        tallies: acc.tallies,
-        expectation,
-        status,
-        seeds_to_catch,
-        first_failure: acc.first_failure.map(|(_, r)| r),
-        first_run: acc.first_run.map(|(_, r)| r),
-    }
-}
-
-/// Whether every one of `properties` was undecided on every seed run.
-fn undecided_everywhere(tallies: &[Tally], properties: &[Property]) -> bool {
-    properties.iter().all(|p| {
-        tallies
-            .iter()
-            .find(|t| t.property == *p)
-            .is_some_and(|t| t.held == 0 && t.violated == 0 && t.undecided > 0)
-    })
-}
-
-fn score(mutant: &str, cells: &[Cell]) -> MutantScore {
-    let mine: Vec<&Cell> = cells.iter().filter(|c| c.protocol == mutant).collect();
-    // A catch this world cannot decide is neither promised nor missed here.
-    let promised: Vec<&&Cell> = mine
-        .iter()
-        .filter(|c| matches!(c.expectation, Expectation::Catch(_)))
-        .filter(|c| c.status != CellStatus::Undecidable)
-        .collect();
-    let caught = promised
-        .iter()
-        .filter(|c| c.status == CellStatus::Caught)
-        .count() as u64;
-    MutantScore {
-        mutant: mutant.to_owned(),
-        promised: promised.len() as u64,
-        caught,
-        also_caught_by: mine
-            .iter()
-            .filter(|c| c.status == CellStatus::AlsoCaught)
-            .map(|c| c.scenario.clone())
-            .collect(),
-        seeds_to_catch: promised.iter().filter_map(|c| c.seeds_to_catch).min(),
     }
 }
 

@@ -22,6 +22,10 @@ use redfence_core::{FenceSource, FencedStore, Jitter, StoreError, TokenSource, W
 use crate::conn::RedisConn;
 use crate::history::{FenceRecord, OwnershipRecord};
 
+pub use redfence_history::fault::Fault;
+pub use redfence_history::names::worker_name;
+pub use redfence_history::record::WorldKind;
+
 /// A worker's job, as the world runs it.
 pub type WorkerFuture = Pin<Box<dyn Future<Output = ()>>>;
 
@@ -96,105 +100,6 @@ pub struct WorkerEnv {
     pub clock: Clock,
 }
 
-/// The name a worker has in every history and report.
-pub fn worker_name(index: usize) -> String {
-    format!("w{index}")
-}
-
-/// The faults a scenario can inject (DESIGN.md, "World").
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Fault {
-    /// Stop-the-world pause: the worker's job and its renewals freeze.
-    PauseWorker(usize),
-    /// Ends a pause.
-    ResumeWorker(usize),
-    /// The worker's process dies where it stands; it never runs again.
-    CrashWorker(usize),
-    /// Nothing gets through between the worker and Redis.
-    PartitionRedis(usize),
-    /// Ends a Redis partition.
-    HealRedis(usize),
-    /// Nothing gets through between the worker and the store.
-    PartitionStore(usize),
-    /// Ends a store partition.
-    HealStore(usize),
-    /// Requests reach Redis and run; the replies are lost.
-    DropRedisReplies(usize),
-    /// Ends dropping Redis replies.
-    RestoreRedisReplies(usize),
-    /// Requests reach the store and run; the replies are lost.
-    DropStoreReplies(usize),
-    /// Ends dropping store replies.
-    RestoreStoreReplies(usize),
-    /// Extra one-way latency on the worker's Redis path (0 removes it).
-    RedisLatency {
-        /// The worker.
-        worker: usize,
-        /// Added latency each way.
-        latency_ms: u64,
-    },
-    /// The Redis primary stops (no persistence: its keys are gone).
-    StopRedis,
-    /// The Redis primary starts again, empty.
-    RestartRedis,
-    /// Replication from primary to replica stops getting through.
-    CutReplication,
-    /// Replication gets through again.
-    RestoreReplication,
-    /// The primary stops and the replica is promoted; workers follow.
-    FailOver,
-}
-
-impl Fault {
-    /// The fault in words, as histories and reports show it.
-    pub fn describe(&self) -> String {
-        match self {
-            Fault::PauseWorker(w) => format!("pause {}", worker_name(*w)),
-            Fault::ResumeWorker(w) => format!("resume {}", worker_name(*w)),
-            Fault::CrashWorker(w) => format!("crash {}", worker_name(*w)),
-            Fault::PartitionRedis(w) => format!("partition {} from redis", worker_name(*w)),
-            Fault::HealRedis(w) => format!("heal {} to redis", worker_name(*w)),
-            Fault::PartitionStore(w) => format!("partition {} from store", worker_name(*w)),
-            Fault::HealStore(w) => format!("heal {} to store", worker_name(*w)),
-            Fault::DropRedisReplies(w) => format!("drop redis replies to {}", worker_name(*w)),
-            Fault::RestoreRedisReplies(w) => {
-                format!("restore redis replies to {}", worker_name(*w))
-            }
-            Fault::DropStoreReplies(w) => format!("drop store replies to {}", worker_name(*w)),
-            Fault::RestoreStoreReplies(w) => {
-                format!("restore store replies to {}", worker_name(*w))
-            }
-            Fault::RedisLatency { worker, latency_ms } => {
-                format!("redis latency {latency_ms} ms for {}", worker_name(*worker))
-            }
-            Fault::StopRedis => "stop redis".to_owned(),
-            Fault::RestartRedis => "restart redis".to_owned(),
-            Fault::CutReplication => "cut replication".to_owned(),
-            Fault::RestoreReplication => "restore replication".to_owned(),
-            Fault::FailOver => "fail over to the replica".to_owned(),
-        }
-    }
-
-    /// The worker the fault targets, if it targets one.
-    pub fn worker(&self) -> Option<usize> {
-        match self {
-            Fault::PauseWorker(w)
-            | Fault::ResumeWorker(w)
-            | Fault::CrashWorker(w)
-            | Fault::PartitionRedis(w)
-            | Fault::HealRedis(w)
-            | Fault::PartitionStore(w)
-            | Fault::HealStore(w)
-            | Fault::DropRedisReplies(w)
-            | Fault::RestoreRedisReplies(w)
-            | Fault::DropStoreReplies(w)
-            | Fault::RestoreStoreReplies(w) => Some(*w),
-            Fault::RedisLatency { worker, .. } => Some(*worker),
-            _ => None,
-        }
-    }
-}
-
 /// Applies a worker fault when called (see [`World::trigger`]).
 #[derive(Clone)]
 pub struct Trigger(Arc<dyn Fn() + Send + Sync>);
@@ -225,28 +130,6 @@ pub struct Truth {
     pub redis: Option<Vec<OwnershipRecord>>,
     /// The store's fence log of the resource, in commit order, or `None`.
     pub store: Option<Vec<FenceRecord>>,
-}
-
-/// Which kind of world ran a scenario.
-#[derive(
-    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
-)]
-#[serde(rename_all = "kebab-case")]
-pub enum WorldKind {
-    /// The deterministic simulation.
-    Sim,
-    /// Real Redis and Postgres with injected network faults.
-    Real,
-}
-
-impl WorldKind {
-    /// The kebab-case name (`sim`, `real`).
-    pub fn name(self) -> &'static str {
-        match self {
-            WorldKind::Sim => "sim",
-            WorldKind::Real => "real",
-        }
-    }
 }
 
 /// What a world could not do.

@@ -3,9 +3,7 @@
 //! hold on a correct history, catch its violation with the right slice, and
 //! answer `Undecided` when the ground truth it needs is missing.
 
-use redfence_scenarios::history::{
-    REPORT_FAILED, REPORT_OWNERSHIP_LOST, REPORT_RETRY_LATER, REPORT_SUCCESS,
-};
+use redfence_scenarios::fault::Fault;
 use redfence_scenarios::*;
 
 const LEASE_MS: u64 = 1_000;
@@ -65,7 +63,7 @@ fn correct() -> History {
             OkValue::WriteAccepted,
         ) // op 4
         .fence_log(405, "o1", 1, Some("j1"), FenceOutcome::Accepted) // seq 1
-        .report("w1", Some("j1"), REPORT_SUCCESS, 420) // op 5
+        .report("w1", Some("j1"), JobReport::Success, 420) // op 5
         .released("w1", "o1", (500, 505), true) // op 6
         .deleted(503, "o1") // redis 1
         .acquired("w2", "o2", (600, 605), 2) // op 7
@@ -79,7 +77,7 @@ fn correct() -> History {
             OkValue::WriteAccepted,
         ) // op 8
         .fence_log(705, "o2", 2, Some("j2"), FenceOutcome::Accepted) // seq 2
-        .report("w2", Some("j2"), REPORT_SUCCESS, 720) // op 9
+        .report("w2", Some("j2"), JobReport::Success, 720) // op 9
         .released("w2", "o2", (800, 805), true) // op 10
         .deleted(802, "o2") // redis 3
         .end(1_000)
@@ -111,7 +109,7 @@ fn missing_truth_is_undecided_never_guessed() {
             (400, 410),
             OkValue::WriteAccepted,
         )
-        .report("w1", Some("j1"), REPORT_SUCCESS, 420)
+        .report("w1", Some("j1"), JobReport::Success, 420)
         .released("w1", "o1", (500, 505), true)
         .without_redis_truth()
         .without_store_truth()
@@ -153,7 +151,7 @@ fn no_fence_check() -> History {
     builder()
         .acquired("w1", "o1", (0, 5), 1) // op 1
         .set(3, "o1")
-        .fault(100, "pause w1 for 2000 ms")
+        .fault(100, Fault::PauseWorker(1))
         .expired(1_003, "o1")
         .acquired("w2", "o2", (1_100, 1_105), 2) // op 2
         .set(1_103, "o2")
@@ -278,7 +276,7 @@ fn stale_owner_accepted_by_the_store_is_caught() {
 
 /// The reference protocol: A's late write is rejected, A reports ownership
 /// lost, and retries the fence at most once.
-fn stale_rejected(report: &str, retries: usize) -> HistoryBuilder {
+fn stale_rejected(report: JobReport, retries: usize) -> HistoryBuilder {
     let mut b = builder()
         .acquired("w1", "o1", (0, 5), 1) // op 1
         .set(3, "o1")
@@ -324,7 +322,7 @@ fn stale_rejected(report: &str, retries: usize) -> HistoryBuilder {
 
 #[test]
 fn stale_owner_rejected_holds_for_the_reference_protocol() {
-    let history = stale_rejected(REPORT_OWNERSHIP_LOST, 1).build();
+    let history = stale_rejected(JobReport::OwnershipLost, 1).build();
     for verdict in check(&history) {
         assert_status(&verdict, Status::Held);
     }
@@ -332,7 +330,7 @@ fn stale_owner_rejected_holds_for_the_reference_protocol() {
 
 #[test]
 fn stale_owner_that_reports_success_is_caught() {
-    let history = stale_rejected(REPORT_SUCCESS, 0).build();
+    let history = stale_rejected(JobReport::Success, 0).build();
     let verdict = judge(&history, Property::StaleOwnerRejected);
     assert_status(&verdict, Status::Violated);
     assert_eq!(verdict.slice.op_ids, [4, 5]);
@@ -345,7 +343,7 @@ fn stale_owner_that_reports_success_is_caught() {
 
 #[test]
 fn stale_owner_retrying_the_fence_is_caught() {
-    let history = stale_rejected(REPORT_OWNERSHIP_LOST, 3).build();
+    let history = stale_rejected(JobReport::OwnershipLost, 3).build();
     let verdict = judge(&history, Property::StaleOwnerRejected);
     assert_status(&verdict, Status::Violated);
     assert_eq!(verdict.slice.op_ids, [4, 5, 6]);
@@ -358,13 +356,13 @@ fn stale_owner_retrying_the_fence_is_caught() {
 
 #[test]
 fn stale_owner_without_store_log_is_undecided_unless_the_worker_misbehaves() {
-    let history = stale_rejected(REPORT_OWNERSHIP_LOST, 0)
+    let history = stale_rejected(JobReport::OwnershipLost, 0)
         .without_store_truth()
         .build();
     let verdict = judge(&history, Property::StaleOwnerRejected);
     assert_status(&verdict, Status::Undecided);
     assert!(verdict.explanation.contains(NO_STORE_TRUTH));
-    let history = stale_rejected(REPORT_FAILED, 0)
+    let history = stale_rejected(JobReport::Failed, 0)
         .without_store_truth()
         .build();
     assert_status(
@@ -381,7 +379,7 @@ fn del_unlock() -> History {
     builder()
         .acquired("w1", "o1", (0, 5), 1) // op 1
         .set(3, "o1") // redis 0
-        .fault(100, "pause w1 for 1500 ms")
+        .fault(100, Fault::PauseWorker(1))
         .expired(1_003, "o1") // redis 1
         .acquired("w2", "o2", (1_100, 1_105), 2) // op 2
         .set(1_103, "o2") // redis 2
@@ -511,7 +509,7 @@ fn renew_without_owner_check() -> History {
     builder()
         .acquired("w1", "o1", (0, 5), 1) // op 1
         .set(3, "o1") // redis 0
-        .fault(100, "pause w1 for 1300 ms")
+        .fault(100, Fault::PauseWorker(1))
         .expired(1_003, "o1") // redis 1
         .acquired("w2", "o2", (1_100, 1_105), 2) // op 2
         .set(1_103, "o2") // redis 2
@@ -667,8 +665,8 @@ fn renewal_safety_without_ownership_log_still_judges_limits() {
 fn fence_uniqueness_catches_counter_regression_across_failover() {
     let history = builder()
         .acquired("w1", "o1", (0, 5), 5) // op 1
-        .fault(50, "hold replication")
-        .fault(100, "fail over to replica")
+        .fault(50, Fault::CutReplication)
+        .fault(100, Fault::FailOver)
         .acquired("w2", "o2", (1_100, 1_105), 5) // op 2
         .without_redis_truth()
         .end(2_000)
@@ -733,7 +731,7 @@ fn redelivered_twice(store_job_ids: bool) -> History {
             OkValue::WriteAccepted,
         ) // op 2
         .fence_log(105, "o1", 1, logged("j1"), FenceOutcome::Accepted) // seq 1
-        .fault(120, "crash w1")
+        .crash(120, 1)
         .acquired("w2", "o2", (1_100, 1_105), 2) // op 3
         .write(
             "w2",
@@ -744,7 +742,7 @@ fn redelivered_twice(store_job_ids: bool) -> History {
             OkValue::WriteAccepted,
         ) // op 4
         .fence_log(1_205, "o2", 2, logged("j1"), FenceOutcome::Accepted) // seq 2
-        .report("w2", Some("j1"), REPORT_SUCCESS, 1_300)
+        .report("w2", Some("j1"), JobReport::Success, 1_300)
         .without_redis_truth()
         .end(2_000)
         .build()
@@ -784,7 +782,7 @@ fn exactly_once_holds_when_the_redelivery_is_a_duplicate() {
             OkValue::AlreadyDone,
         )
         .fence_log(1_205, "o2", 2, Some("j1"), FenceOutcome::Duplicate)
-        .report("w2", Some("j1"), "already-done", 1_300)
+        .report("w2", Some("j1"), JobReport::AlreadyDone, 1_300)
         .end(2_000)
         .build();
     assert_status(&judge(&history, Property::ExactlyOnce), Status::Held);
@@ -877,7 +875,7 @@ fn fail_closed_catches_a_lock_left_by_a_failed_acquire() {
 
     // After an injected fault the give-back may not have got through: not
     // judged.
-    let history = failed(builder().fault(1, "partition w1 from redis"))
+    let history = failed(builder().fault(1, Fault::PartitionRedis(1)))
         .expired(1_003, "o1")
         .end(2_000)
         .build();
@@ -943,12 +941,12 @@ fn lock_without_ttl() -> History {
     let mut b = builder()
         .acquired("w1", "o1", (0, 5), 1) // op 1
         .set(3, "o1") // redis 0
-        .fault(10, "crash w1");
+        .crash(10, 1);
     for n in 0..5 {
         let at_ms = 1_000 + 1_000 * n;
         b = b.contended("w2", "o2", (at_ms, at_ms + 5));
     }
-    b.report("w2", Some("j2"), REPORT_RETRY_LATER, 6_000)
+    b.report("w2", Some("j2"), JobReport::RetryLater, 6_000)
         .end(20_000)
         .build()
 }
@@ -982,10 +980,10 @@ fn bounded_liveness_catches_setnx_then_expire() {
             Outcome::Indeterminate("crashed".into()),
         )
         .set(2, "o1") // redis 0: SETNX, no TTL
-        .fault(3, "crash w1")
+        .crash(3, 1)
         .contended("w2", "o2", (1_000, 1_005))
         .contended("w2", "o2", (4_000, 4_005))
-        .report("w2", Some("j2"), REPORT_RETRY_LATER, 5_000)
+        .report("w2", Some("j2"), JobReport::RetryLater, 5_000)
         .end(9_000)
         .build();
     let verdict = judge(&history, Property::BoundedLiveness);
@@ -1019,7 +1017,7 @@ fn bounded_liveness_catches_a_starved_contender() {
         .contended("w2", "o2", (100, 105)) // op 2
         .contended("w2", "o2", (300, 305)) // op 3
         .contended("w2", "o2", (700, 705)) // op 4
-        .report("w2", Some("j2"), REPORT_FAILED, 800) // op 5
+        .report("w2", Some("j2"), JobReport::Failed, 800) // op 5
         .released("w1", "o1", (900, 905), true)
         .deleted(903, "o1")
         .end(1_000)
@@ -1051,15 +1049,18 @@ fn bounded_liveness_excuses_a_worker_crashed_between_attempts() {
             .acquired("w1", "o1", (0, 5), 1)
             .set(3, "o1")
             .contended("w2", "o2", (100, 105))
-            .report("w2", Some("j2"), REPORT_FAILED, 200)
+            .report("w2", Some("j2"), JobReport::Failed, 200)
             .contended("w2", "o3", (300, 305))
             .released("w1", "o1", (900, 905), true)
             .deleted(903, "o1")
     };
-    let crashed = starved().crash(400, "w2").end(1_000).build();
+    let crashed = starved().crash(400, 2).end(1_000).build();
     assert_status(&judge(&crashed, Property::BoundedLiveness), Status::Held);
     // Some other fault on w2 excuses nothing.
-    let paused = starved().fault(400, "pause w2").end(1_000).build();
+    let paused = starved()
+        .fault(400, Fault::PauseWorker(2))
+        .end(1_000)
+        .build();
     assert_status(&judge(&paused, Property::BoundedLiveness), Status::Violated);
 }
 
@@ -1100,7 +1101,7 @@ fn history_and_verdicts_round_trip_through_json() {
         worker: "w3".into(),
         owner: None,
         kind: OpKind::Report {
-            outcome: REPORT_FAILED.into(),
+            outcome: JobReport::Failed,
             job_id: Some("j3".into()),
         },
         invoke_ms: 1_900,

@@ -335,7 +335,7 @@ fn redis_counter_fences_regress_across_failover() {
             replica: true,
             // The deployment asks for the durable counter; the reference
             // honours it, the mutant does not.
-            fence_source: FenceSourceKind::Postgres,
+            fence_source: FenceSourceKind::Store,
             ..Setup::default()
         },
         run: fail_over_after_unreplicated_fence,

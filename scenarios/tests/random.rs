@@ -4,7 +4,8 @@
 //! outside the history.
 
 use proptest::prelude::*;
-use redfence_scenarios::history::{REPORT_RETRY_LATER, REPORT_SUCCESS};
+use redfence_scenarios::fault::Fault;
+use redfence_scenarios::history::JobReport;
 use redfence_scenarios::*;
 
 const LEASE_MS: u64 = 1_000;
@@ -73,7 +74,7 @@ fn correct_history(turns: &[Turn]) -> History {
             let contender = format!("w{contender}");
             b = b
                 .contended(&contender, &format!("c{i}"), (cursor_ms + 1, cursor_ms + 2))
-                .report(&contender, None, REPORT_RETRY_LATER, cursor_ms + 3);
+                .report(&contender, None, JobReport::RetryLater, cursor_ms + 3);
             cursor_ms += 3;
         }
         for gap_ms in &turn.renew_gaps_ms {
@@ -100,7 +101,7 @@ fn correct_history(turns: &[Turn]) -> History {
                     Some(&job),
                     FenceOutcome::Accepted,
                 )
-                .report(&worker, Some(&job), REPORT_SUCCESS, cursor_ms + 4);
+                .report(&worker, Some(&job), JobReport::Success, cursor_ms + 4);
             cursor_ms += 4;
         }
         assert!(
@@ -149,19 +150,13 @@ fn outcome() -> impl Strategy<Value = Outcome> {
 
 fn op_kind() -> impl Strategy<Value = OpKind> {
     let job = prop::option::of(small_name("j"));
-    let report = prop::sample::select(vec![
-        "success",
-        "already-done",
-        "retry-later",
-        "ownership-lost",
-        "failed",
-    ]);
+    let report = prop::sample::select(JobReport::ALL.to_vec());
     prop_oneof![
         3 => Just(OpKind::Acquire),
         1 => Just(OpKind::Renew),
         1 => Just(OpKind::Release),
         2 => (0..6_i64, job.clone()).prop_map(|(fence, job_id)| OpKind::Write { fence, job_id }),
-        1 => (report, job).prop_map(|(outcome, job_id)| OpKind::Report { outcome: outcome.to_owned(), job_id }),
+        1 => (report, job).prop_map(|(outcome, job_id)| OpKind::Report { outcome, job_id }),
     ]
 }
 
@@ -262,12 +257,7 @@ fn arbitrary_history() -> impl Strategy<Value = History> {
             ops,
             redis_truth,
             store_truth,
-            faults: vec![FaultRecord {
-                at_ms: 5,
-                what: "pause w1".into(),
-                worker: Some("w1".into()),
-                crash: false,
-            }],
+            faults: vec![FaultRecord::new(5, Fault::PauseWorker(1))],
             end_ms,
         })
 }

@@ -9,8 +9,6 @@
 //!
 //! Start at [`world::WorldBuilder`].
 
-#![warn(missing_docs)]
-
 // Without this cfg turmoil cannot seed tokio's RNG, and an unbiased
 // `select!` anywhere below would make one seed give two traces. A `RUSTFLAGS`
 // variable replaces `.cargo/config.toml`'s flags silently; refuse to build.

@@ -70,7 +70,7 @@ impl Trace {
             .clone()
     }
 
-    /// The trace as text, one event per line: `   1234ms worker-0  acquired fence 3`.
+    /// The trace as text, one event per line: `   1234ms w0  acquired fence 3`.
     pub fn to_text(&self) -> String {
         let inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         let mut out = String::new();

@@ -2,7 +2,7 @@
 //!
 //! Layout: host `redis` (the primary), optionally `replica` (replicating from
 //! `redis`), host `store` (the fenced store), and one host per worker
-//! (`worker-0`, `worker-1`, …) so a fault can hit one worker's traffic. Workers
+//! (`w0`, `w1`, …, see `redfence_history::names::worker_name`) so a fault can hit one worker's traffic. Workers
 //! run the unchanged `redfence-core` code over [`SimRedisConnection`] and
 //! [`SimStoreClient`]; every fault is a method here, applied between steps.
 //!
@@ -199,7 +199,7 @@ fn in_range(field: &'static str, value: u64, min: u64, max: u64) -> Result<(), W
 pub struct WorkerCtx {
     /// Worker index.
     pub index: usize,
-    /// Host name (`worker-<index>`).
+    /// Host name (`w<index>`).
     pub name: String,
     /// This worker's Redis connection (follows failover).
     pub redis: SimRedisConnection,
@@ -231,7 +231,7 @@ impl WorkerCtx {
 
     /// The reference lock client with fences from the store's durable
     /// counter (the simulation's Postgres fence source); `config` must say
-    /// `FenceSourceKind::Postgres`.
+    /// `FenceSourceKind::Store`.
     pub fn lock_client_with_store_fences(
         &self,
         config: LockConfig,
@@ -408,7 +408,7 @@ impl World {
 
         let workers = (0..config.workers)
             .map(|i| WorkerSlot {
-                name: format!("worker-{i}"),
+                name: redfence_history::names::worker_name(i),
                 pending: Vec::new(),
                 pause: FreezeSwitch::new(),
                 crash: CrashSwitch::default(),

@@ -10,7 +10,7 @@ use std::time::{Duration, UNIX_EPOCH};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use redfence_core::{
-    Fence, FencedStore, FencedWrite, JobId, JobOutcome, JobWrite, LogOutcome, OwnerToken,
+    Fence, FenceOutcome, FencedStore, FencedWrite, JobId, JobOutcome, JobWrite, OwnerToken,
     ResourceName, StoreError, WriteOutcome,
 };
 use redfence_sim::store::{serve, SimStoreClient, StoreState, STORE_PORT};
@@ -61,7 +61,7 @@ fn job(job_id: &str, resource: &ResourceName, fence: i64, value: &str) -> JobWri
     }
 }
 
-fn outcomes(state: &StoreState, resource: &str) -> Vec<(i64, LogOutcome)> {
+fn outcomes(state: &StoreState, resource: &str) -> Vec<(i64, FenceOutcome)> {
     state
         .fence_log(resource)
         .iter()
@@ -124,12 +124,12 @@ fn single_statement_tells_stale_from_not_found() {
         assert_eq!(
             fences,
             [
-                (1, LogOutcome::NotFound),
-                (41, LogOutcome::Accepted),
-                (42, LogOutcome::Accepted),
-                (41, LogOutcome::Stale),
-                (42, LogOutcome::Stale),
-                (43, LogOutcome::Accepted),
+                (1, FenceOutcome::NotFound),
+                (41, FenceOutcome::Accepted),
+                (42, FenceOutcome::Accepted),
+                (41, FenceOutcome::Stale),
+                (42, FenceOutcome::Stale),
+                (43, FenceOutcome::Accepted),
             ]
         );
         assert!(log.windows(2).all(|w| w[0].seq < w[1].seq));
@@ -184,11 +184,11 @@ fn job_completion_is_idempotent_on_redelivery() {
         assert_eq!(
             seen,
             [
-                (1, LogOutcome::NotFound, "job-1"),
-                (1, LogOutcome::Accepted, "job-1"),
-                (2, LogOutcome::Duplicate, "job-1"),
-                (2, LogOutcome::Accepted, "other"),
-                (2, LogOutcome::Stale, "third"),
+                (1, FenceOutcome::NotFound, "job-1"),
+                (1, FenceOutcome::Accepted, "job-1"),
+                (2, FenceOutcome::Duplicate, "job-1"),
+                (2, FenceOutcome::Accepted, "other"),
+                (2, FenceOutcome::Stale, "third"),
             ]
         );
         Ok(())
@@ -261,9 +261,9 @@ fn lost_reply_one_way_partition_applies_but_times_out() {
     assert_eq!(
         outcomes(&state, "lost"),
         [
-            (1, LogOutcome::Accepted),
-            (1, LogOutcome::Stale),
-            (2, LogOutcome::Duplicate),
+            (1, FenceOutcome::Accepted),
+            (1, FenceOutcome::Stale),
+            (2, FenceOutcome::Duplicate),
         ]
     );
 }
@@ -311,7 +311,7 @@ fn lost_reply_held_after_delivery_applies_but_times_out() {
     assert_eq!(state.read("held"), Some(("done".into(), 1)));
     assert_eq!(
         outcomes(&state, "held"),
-        [(1, LogOutcome::Accepted), (2, LogOutcome::Duplicate)]
+        [(1, FenceOutcome::Accepted), (2, FenceOutcome::Duplicate)]
     );
 }
 
@@ -330,10 +330,7 @@ fn partition_times_out_applies_nothing_and_recovers_after_repair() {
         assert!(matches!(err, StoreError::Timeout(_)), "{err:?}");
         // The connection was dropped; reconnecting cannot get through.
         let err = store.write_fenced(&write(&r, 2, "lost")).await.unwrap_err();
-        assert!(
-            matches!(&err, StoreError::Transport(m) if m.starts_with("request not sent")),
-            "{err:?}"
-        );
+        assert!(matches!(&err, StoreError::NotSent(_)), "{err:?}");
         tokio::time::sleep(Duration::from_millis(500)).await;
         assert!(
             seen.fence_log("part").is_empty(),
@@ -348,7 +345,7 @@ fn partition_times_out_applies_nothing_and_recovers_after_repair() {
         Ok(())
     });
     sim.run().unwrap();
-    assert_eq!(outcomes(&state, "part"), [(3, LogOutcome::Accepted)]);
+    assert_eq!(outcomes(&state, "part"), [(3, FenceOutcome::Accepted)]);
 }
 
 #[test]
@@ -383,7 +380,7 @@ fn a_held_request_times_out_then_executes_late_on_release() {
     sim.run().unwrap();
     assert_eq!(
         outcomes(&state, "late"),
-        [(1, LogOutcome::Accepted), (2, LogOutcome::Accepted)]
+        [(1, FenceOutcome::Accepted), (2, FenceOutcome::Accepted)]
     );
 }
 
@@ -411,7 +408,10 @@ fn store_restart_keeps_committed_state_and_clients_reconnect() {
             match store.write_fenced(&write(&r, 2, "after")).await {
                 Ok(outcome) => break outcome,
                 Err(e) => {
-                    assert!(matches!(e, StoreError::Transport(_)), "{e:?}");
+                    assert!(
+                        matches!(e, StoreError::OutcomeUnknown(_) | StoreError::NotSent(_)),
+                        "{e:?}"
+                    );
                     failures += 1;
                     assert!(failures <= 1, "reconnect failed: {e:?}");
                 }
@@ -431,7 +431,7 @@ fn store_restart_keeps_committed_state_and_clients_reconnect() {
     sim.run().unwrap();
     assert_eq!(
         outcomes(&state, "restart"),
-        [(1, LogOutcome::Accepted), (2, LogOutcome::Accepted)]
+        [(1, FenceOutcome::Accepted), (2, FenceOutcome::Accepted)]
     );
 }
 
@@ -486,10 +486,7 @@ fn oversized_requests_are_refused_before_sending() {
         store.ensure_resource(&r).await?;
         let huge = "x".repeat(redfence_sim::store::frame::FRAME_BODY_LEN_MAX);
         let err = store.write_fenced(&write(&r, 1, &huge)).await.unwrap_err();
-        assert!(
-            matches!(&err, StoreError::Transport(m) if m.starts_with("request not sent")),
-            "{err:?}"
-        );
+        assert!(matches!(&err, StoreError::NotSent(_)), "{err:?}");
         assert_eq!(
             store.write_fenced(&write(&r, 1, "small")).await?,
             WriteOutcome::Accepted
@@ -497,7 +494,7 @@ fn oversized_requests_are_refused_before_sending() {
         Ok(())
     });
     sim.run().unwrap();
-    assert_eq!(outcomes(&state, "big"), [(1, LogOutcome::Accepted)]);
+    assert_eq!(outcomes(&state, "big"), [(1, FenceOutcome::Accepted)]);
 }
 
 #[test]
@@ -554,7 +551,7 @@ fn clones_share_one_connection_one_request_at_a_time() {
     sim.run().unwrap();
     let log = state.fence_log("shared");
     assert_eq!(log.len(), 20, "every call answered: {log:?}");
-    assert!(log.iter().any(|e| e.outcome == LogOutcome::Accepted));
+    assert!(log.iter().any(|e| e.outcome == FenceOutcome::Accepted));
 }
 
 /// Three clients race random fenced writes and jobs over jittery links while

@@ -5,8 +5,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use redfence_core::{
-    AcquireOutcome, Attempt, FenceSourceKind, FencedStore, FencedWrite, JobId, JobOutcome,
-    JobWrite, Lease, LockConfig, LogOutcome, OwnerToken, ResourceName, WriteOutcome,
+    AcquireOutcome, Attempt, FenceOutcome, FenceSourceKind, FencedStore, FencedWrite, JobId,
+    JobOutcome, JobWrite, Lease, LockConfig, OwnerToken, ResourceName, WriteOutcome,
 };
 use redfence_sim::redis::OwnershipChange;
 use redfence_sim::workload;
@@ -37,7 +37,7 @@ fn same_seed_gives_a_byte_identical_trace() {
         let b = workload::contention(seed, 3, 2).unwrap();
         assert_eq!(a.text, b.text, "seed {seed} diverged between two runs");
         // The workload really contends, pauses and loses replies.
-        assert!(a.text.contains("pause worker-0"), "seed {seed}");
+        assert!(a.text.contains("pause w0"), "seed {seed}");
         assert!(a.text.contains("drop replies"), "seed {seed}");
         // The servers' inputs are part of what must repeat.
         assert!(a.text.contains("EVALSHA"), "seed {seed}");
@@ -86,11 +86,11 @@ fn stale_worker_is_rejected_by_the_sim_store() {
     let run = workload::stale_worker(42, 1, 300).unwrap();
     let text = &run.text;
     assert!(
-        text.contains("worker-1-job-0: success fence=2"),
+        text.contains("w1-job-0: success fence=2"),
         "B takes over with a newer fence:\n{text}"
     );
     assert!(
-        text.contains("worker-0-job-0: ownership-lost FenceRejected"),
+        text.contains("w0-job-0: ownership-lost FenceRejected"),
         "A's write is rejected, and A says so:\n{text}"
     );
     assert!(text.contains("fence=1") && text.contains("Stale"), "{text}");
@@ -216,7 +216,7 @@ fn fences_across_failover(durable: bool) -> Result<(Vec<i64>, Option<Vec<u8>>), 
                 .op_timeout_ms(50)
                 .backoff_base_ms(5)
                 .backoff_cap_ms(20)
-                .fence_source(FenceSourceKind::Postgres)
+                .fence_source(FenceSourceKind::Store)
                 .build()
                 .unwrap();
             ctx.lock_client_with_store_fences(config).unwrap()
@@ -350,7 +350,7 @@ fn lost_store_reply_still_applies_the_write() -> Result<(), WorldError> {
     );
     let log = world.store().fence_log(workload::RESOURCE);
     assert_eq!(log.len(), 1);
-    assert_eq!(log[0].outcome, LogOutcome::Accepted);
+    assert_eq!(log[0].outcome, FenceOutcome::Accepted);
     Ok(())
 }
 

@@ -2,6 +2,7 @@
 //! time is up; the first failure is shrunk to a minimal schedule and printed
 //! with its replay line.
 
+use redfence_scenarios::names;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -21,7 +22,7 @@ pub struct ExploreArgs {
     #[arg(long, value_parser = parse_duration, default_value = "30s")]
     time: Duration,
     /// The protocol to explore.
-    #[arg(long, default_value = "reference")]
+    #[arg(long, default_value = names::protocol::REFERENCE)]
     protocol: String,
     /// Exploration seed: the same seed tries the same schedules in order.
     #[arg(long, default_value_t = 0)]

@@ -2,6 +2,7 @@
 //! with `--out DIR`, the single-seed report with its SVG timeline. The same
 //! seed gives the same output byte for byte.
 
+use redfence_scenarios::names;
 use std::process::ExitCode;
 
 use clap::Args;
@@ -21,7 +22,7 @@ pub struct ReplayArgs {
     /// The scenario.
     scenario: String,
     /// The protocol.
-    #[arg(long, default_value = "reference")]
+    #[arg(long, default_value = names::protocol::REFERENCE)]
     protocol: String,
     /// The seed.
     #[arg(long)]
@@ -42,7 +43,7 @@ pub fn replay(args: ReplayArgs) -> Result<ExitCode, CliError> {
     let worlds = super::world(&args.world)?;
     let scenario: std::sync::Arc<dyn redfence_scenarios::scenario::Scenario> =
         match (&args.schedule, args.scenario.as_str()) {
-            (Some(text), "random-faults") => {
+            (Some(text), names::scenario::RANDOM_FAULTS) => {
                 let schedule: Schedule =
                     text.parse()
                         .map_err(|e: redfence_scenarios::explore::ScheduleError| {
@@ -55,7 +56,7 @@ pub fn replay(args: ReplayArgs) -> Result<ExitCode, CliError> {
                     "--schedule belongs to random-faults, not {other}"
                 )))
             }
-            (None, "random-faults") => {
+            (None, names::scenario::RANDOM_FAULTS) => {
                 return Err(CliError::Invalid(
                     "random-faults needs --schedule (printed by redfence explore)".to_owned(),
                 ))

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::Args;
-use redfence_reports::{Deployment, FenceSource, Format, Replication, Report};
+use redfence_reports::{Deployment, FenceSourceKind, Format, Replication, Report};
 
 use super::CliError;
 
@@ -24,8 +24,8 @@ pub struct OutArgs {
     pub format: Vec<Format>,
     /// The deployment's fence source, for the readiness checklist:
     /// redis-counter (the library default) or store (durable counter).
-    #[arg(long, value_name = "SOURCE", value_parser = ["redis-counter", "store"])]
-    pub fences: Option<String>,
+    #[arg(long, value_name = "SOURCE", value_parser = fence_source)]
+    pub fences: Option<FenceSourceKind>,
     /// The deployment's Redis replication, for the readiness checklist:
     /// async (a replica can be promoted; assumed) or none.
     #[arg(long, value_name = "KIND", value_parser = ["async", "none"])]
@@ -50,11 +50,7 @@ impl OutArgs {
         }
         Some(Deployment {
             protocol: base.protocol.clone(),
-            fence_source: match self.fences.as_deref() {
-                Some("store") => FenceSource::Store,
-                Some(_) => FenceSource::RedisCounter,
-                None => base.fence_source,
-            },
+            fence_source: self.fences.unwrap_or(base.fence_source),
             replication: match self.replication.as_deref() {
                 Some("none") => Replication::None,
                 Some(_) => Replication::Async,
@@ -63,6 +59,14 @@ impl OutArgs {
             assumed: false,
         })
     }
+}
+
+/// Parses `--fences`: one of [`FenceSourceKind`]'s names.
+fn fence_source(text: &str) -> Result<FenceSourceKind, String> {
+    FenceSourceKind::from_name(text).ok_or_else(|| {
+        let names: Vec<&str> = FenceSourceKind::ALL.iter().map(|k| k.name()).collect();
+        format!("expected one of: {}", names.join(", "))
+    })
 }
 
 /// Arguments of `redfence report`.

@@ -3,6 +3,7 @@
 //! write the report with `--out DIR` (measuring the hotspot wait curve for
 //! it), and exit non-zero when the reference protocol fails a property.
 
+use redfence_scenarios::names;
 use std::process::ExitCode;
 
 use clap::Args;
@@ -155,7 +156,10 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
 /// The hotspot wait curve for the report, when hotspot-load ran in the
 /// simulation (real-world runs take too long to repeat 8 × `seeds` times).
 fn curve(worlds: &dyn WorldFactory, result: &Sweep, seeds: u64) -> Option<Vec<CurvePoint>> {
-    let ran = result.scenarios.iter().any(|s| s.name == "hotspot-load");
+    let ran = result
+        .scenarios
+        .iter()
+        .any(|s| s.name == names::scenario::HOTSPOT_LOAD);
     if !ran || seeds == 0 || worlds.kind() != WorldKind::Sim {
         return None;
     }

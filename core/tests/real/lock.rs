@@ -278,12 +278,12 @@ async fn redis_down_fails_closed_with_a_typed_error() {
 #[tokio::test]
 async fn builder_refuses_a_missing_or_mismatched_fence_source() {
     let postgres = LockConfig::builder()
-        .fence_source(FenceSourceKind::Postgres)
+        .fence_source(FenceSourceKind::Store)
         .build()
         .unwrap();
     assert_eq!(
         LockClient::new(redis().await, postgres).unwrap_err(),
-        ConfigError::FenceSourceMissing { kind: "postgres" }
+        ConfigError::FenceSourceMissing { kind: "store" }
     );
     let err = LockClient::builder(redis().await, LockConfig::default())
         .postgres_fences(store().await)
@@ -293,7 +293,7 @@ async fn builder_refuses_a_missing_or_mismatched_fence_source() {
         err,
         ConfigError::FenceSourceMismatch {
             configured: "redis-counter",
-            supplied: "postgres"
+            supplied: "store"
         }
     );
 }

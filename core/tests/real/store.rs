@@ -60,11 +60,11 @@ async fn single_statement_tells_stale_from_not_found() {
     assert_eq!(
         seen,
         vec![
-            (1, LogOutcome::NotFound),
-            (41, LogOutcome::Accepted),
-            (42, LogOutcome::Accepted),
-            (41, LogOutcome::Stale),
-            (42, LogOutcome::Stale),
+            (1, FenceOutcome::NotFound),
+            (41, FenceOutcome::Accepted),
+            (42, FenceOutcome::Accepted),
+            (41, FenceOutcome::Stale),
+            (42, FenceOutcome::Stale),
         ]
     );
     assert!(log.windows(2).all(|w| w[0].seq < w[1].seq));
@@ -139,9 +139,9 @@ async fn guard_transaction_is_atomic() {
     assert_eq!(
         outcomes,
         vec![
-            (5, LogOutcome::Accepted),
-            (5, LogOutcome::Stale),
-            (4, LogOutcome::Stale)
+            (5, FenceOutcome::Accepted),
+            (5, FenceOutcome::Stale),
+            (4, FenceOutcome::Stale)
         ]
     );
 }
@@ -187,9 +187,9 @@ async fn job_completion_is_idempotent_on_redelivery() {
     assert_eq!(
         outcomes,
         vec![
-            LogOutcome::Accepted,
-            LogOutcome::Duplicate,
-            LogOutcome::Accepted
+            FenceOutcome::Accepted,
+            FenceOutcome::Duplicate,
+            FenceOutcome::Accepted
         ]
     );
 }
@@ -257,7 +257,7 @@ async fn fence_log_is_append_only() {
 async fn postgres_fence_counter_increases_across_owners() {
     let store = store().await;
     let config = LockConfig::builder()
-        .fence_source(FenceSourceKind::Postgres)
+        .fence_source(FenceSourceKind::Store)
         .lease_ms(2_000)
         .build()
         .unwrap();

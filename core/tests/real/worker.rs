@@ -85,7 +85,7 @@ async fn many_workers_never_overlap_and_fences_only_grow() {
     let log = store().await.fence_log(&resource).await.unwrap();
     let accepted: Vec<i64> = log
         .iter()
-        .filter(|e| e.outcome == LogOutcome::Accepted)
+        .filter(|e| e.outcome == FenceOutcome::Accepted)
         .map(|e| e.fence)
         .collect();
     assert_eq!(accepted.len(), WORKERS * JOBS_PER_WORKER);
@@ -158,8 +158,8 @@ async fn stale_worker_is_rejected_by_storage_and_reports_ownership_lost() {
     assert_eq!(
         log,
         vec![
-            (b_fence.get(), LogOutcome::Accepted),
-            (a_fence.get(), LogOutcome::Stale)
+            (b_fence.get(), FenceOutcome::Accepted),
+            (a_fence.get(), FenceOutcome::Stale)
         ]
     );
 }

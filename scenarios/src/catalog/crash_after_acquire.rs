@@ -8,6 +8,7 @@
 //! reply is still on its way. An acquire made of two commands (SETNX, then
 //! EXPIRE) is cut in half there.
 
+use crate::names;
 use crate::property::Property;
 use crate::scenario::{Param, Scenario, ScenarioError, Setup};
 use crate::stage::Stage;
@@ -28,7 +29,7 @@ pub struct CrashAfterAcquire;
 
 impl Scenario for CrashAfterAcquire {
     fn name(&self) -> &'static str {
-        "crash-after-acquire"
+        names::scenario::CRASH_AFTER_ACQUIRE
     }
 
     fn describe(&self) -> &'static str {

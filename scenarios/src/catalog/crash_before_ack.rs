@@ -3,6 +3,7 @@
 //! delivery must find the job complete and apply nothing.
 
 use crate::driver::Phase;
+use crate::names;
 use crate::property::Property;
 use crate::scenario::{Param, Scenario, ScenarioError, Setup};
 use crate::stage::Stage;
@@ -15,7 +16,7 @@ pub struct CrashBeforeAck;
 
 impl Scenario for CrashBeforeAck {
     fn name(&self) -> &'static str {
-        "crash-before-ack"
+        names::scenario::CRASH_BEFORE_ACK
     }
 
     fn describe(&self) -> &'static str {

@@ -3,6 +3,7 @@
 //! redelivered to another worker, which must not apply it a second time.
 
 use crate::driver::{JobSpec, Phase};
+use crate::names;
 use crate::property::Property;
 use crate::scenario::{Param, Scenario, ScenarioError, Setup};
 use crate::stage::Stage;
@@ -21,7 +22,7 @@ pub struct CrashMidMutation;
 
 impl Scenario for CrashMidMutation {
     fn name(&self) -> &'static str {
-        "crash-mid-mutation"
+        names::scenario::CRASH_MID_MUTATION
     }
 
     fn describe(&self) -> &'static str {

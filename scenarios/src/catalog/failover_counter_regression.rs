@@ -9,6 +9,7 @@
 //! recommends; the `redis-counter-fences` protocol is the same lock with the
 //! Redis counter, and this scenario shows that it is exposed.
 
+use crate::names;
 use redfence_core::FenceSourceKind;
 
 use crate::property::Property;
@@ -36,7 +37,7 @@ pub struct FailoverCounterRegression;
 
 impl Scenario for FailoverCounterRegression {
     fn name(&self) -> &'static str {
-        "failover-counter-regression"
+        names::scenario::FAILOVER_COUNTER_REGRESSION
     }
 
     fn describe(&self) -> &'static str {
@@ -55,7 +56,7 @@ impl Scenario for FailoverCounterRegression {
     fn setup(&self) -> Setup {
         let mut setup = Setup {
             replica: true,
-            fence_source: FenceSourceKind::Postgres,
+            fence_source: FenceSourceKind::Store,
             ..Setup::default()
         };
         setup.backoff.attempts_max = 60;

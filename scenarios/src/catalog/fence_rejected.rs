@@ -4,6 +4,7 @@
 //! job under a fresh lease and fence.
 
 use crate::driver::Phase;
+use crate::names;
 use crate::property::Property;
 use crate::scenario::{Param, Scenario, ScenarioError, Setup};
 use crate::stage::Stage;
@@ -21,7 +22,7 @@ pub struct FenceRejected;
 
 impl Scenario for FenceRejected {
     fn name(&self) -> &'static str {
-        "fence-rejected"
+        names::scenario::FENCE_REJECTED
     }
 
     fn describe(&self) -> &'static str {

@@ -4,8 +4,7 @@
 //! fairness across workers — and, through [`wait_curve`], how wait time
 //! grows as workers are added, with full jitter against no jitter.
 
-use serde::{Deserialize, Serialize};
-
+use crate::names;
 use crate::property::Property;
 use crate::protocols::Reference;
 use crate::run::{run_one, WorldFactory};
@@ -39,7 +38,7 @@ impl Default for HotspotLoad {
 
 impl Scenario for HotspotLoad {
     fn name(&self) -> &'static str {
-        "hotspot-load"
+        names::scenario::HOTSPOT_LOAD
     }
 
     fn describe(&self) -> &'static str {
@@ -85,27 +84,7 @@ impl Scenario for HotspotLoad {
     }
 }
 
-/// One point of the wait curve: a worker count and a jitter setting,
-/// averaged over seeds.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct CurvePoint {
-    /// Workers contending.
-    pub workers: usize,
-    /// Full jitter or none.
-    pub jitter: bool,
-    /// Seeds averaged.
-    pub seeds: u64,
-    /// Mean of the runs' median wait.
-    pub wait_ms_p50: f64,
-    /// Mean of the runs' 99th-percentile wait.
-    pub wait_ms_p99: f64,
-    /// Mean attempts per acquisition.
-    pub attempts_per_acquisition: f64,
-    /// Mean acquisitions per second.
-    pub acquisitions_per_sec: f64,
-    /// Jobs that gave up (`retry-later`), summed.
-    pub retry_later: u64,
-}
+pub use redfence_history::curve::CurvePoint;
 
 /// Worker counts the curve measures.
 pub const CURVE_WORKERS: [usize; 4] = [2, 4, 8, 16];

@@ -9,6 +9,7 @@
 //! releases in two steps — and wakes while its successor holds the lock.
 
 use crate::driver::Phase;
+use crate::names;
 use crate::property::Property;
 use crate::scenario::{Param, Scenario, ScenarioError, Setup};
 use crate::stage::Stage;
@@ -28,7 +29,7 @@ pub struct LateUnlock;
 
 impl Scenario for LateUnlock {
     fn name(&self) -> &'static str {
-        "late-unlock"
+        names::scenario::LATE_UNLOCK
     }
 
     fn describe(&self) -> &'static str {

@@ -4,6 +4,7 @@
 //! acquire answers idempotently) or fail closed — and the lock it may hold
 //! must not outlive its lease.
 
+use crate::names;
 use crate::property::Property;
 use crate::scenario::{Param, Scenario, ScenarioError, Setup};
 use crate::stage::Stage;
@@ -27,7 +28,7 @@ pub struct LostAcquireReply;
 
 impl Scenario for LostAcquireReply {
     fn name(&self) -> &'static str {
-        "lost-acquire-reply"
+        names::scenario::LOST_ACQUIRE_REPLY
     }
 
     fn describe(&self) -> &'static str {

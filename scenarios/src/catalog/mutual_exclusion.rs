@@ -2,6 +2,7 @@
 //! fault at all. The baseline: one holder at a time, one fence per
 //! acquisition, every job applied once, everyone served.
 
+use crate::names;
 use crate::property::Property;
 use crate::scenario::{Param, Scenario, ScenarioError, Setup};
 use crate::stage::Stage;
@@ -21,7 +22,7 @@ pub struct MutualExclusion;
 
 impl Scenario for MutualExclusion {
     fn name(&self) -> &'static str {
-        "mutual-exclusion"
+        names::scenario::MUTUAL_EXCLUSION
     }
 
     fn describe(&self) -> &'static str {

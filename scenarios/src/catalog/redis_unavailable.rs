@@ -4,6 +4,7 @@
 //! cannot lock: no protected write without a lease, and no lock left behind
 //! by an acquire that failed. After the restart, work resumes.
 
+use crate::names;
 use std::time::Duration;
 
 use crate::property::Property;
@@ -34,7 +35,7 @@ pub struct RedisUnavailable;
 
 impl Scenario for RedisUnavailable {
     fn name(&self) -> &'static str {
-        "redis-unavailable"
+        names::scenario::REDIS_UNAVAILABLE
     }
 
     fn describe(&self) -> &'static str {

@@ -3,6 +3,7 @@
 //! max hold), the lease must run out, a waiting worker must get the lock,
 //! and the overrunning worker's late write must be rejected by its fence.
 
+use crate::names;
 use crate::property::Property;
 use crate::scenario::{Param, Scenario, ScenarioError, Setup};
 use crate::stage::Stage;
@@ -20,7 +21,7 @@ pub struct RenewalLimits;
 
 impl Scenario for RenewalLimits {
     fn name(&self) -> &'static str {
-        "renewal-limits"
+        names::scenario::RENEWAL_LIMITS
     }
 
     fn describe(&self) -> &'static str {

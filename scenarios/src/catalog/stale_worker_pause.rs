@@ -9,6 +9,7 @@
 //! checks the fence in the application.
 
 use crate::driver::Phase;
+use crate::names;
 use crate::property::Property;
 use crate::scenario::{Param, Scenario, ScenarioError, Setup};
 use crate::stage::Stage;
@@ -26,7 +27,7 @@ pub struct StaleWorkerPause;
 
 impl Scenario for StaleWorkerPause {
     fn name(&self) -> &'static str {
-        "stale-worker-pause"
+        names::scenario::STALE_WORKER_PAUSE
     }
 
     fn describe(&self) -> &'static str {

@@ -9,6 +9,7 @@
 //! `stale-worker-pause` scenario (pause between the read and the write),
 //! property `fence-order`.
 
+use crate::names;
 use async_trait::async_trait;
 use std::sync::Arc;
 
@@ -26,7 +27,7 @@ pub struct AppSideFenceCheck;
 
 impl Protocol for AppSideFenceCheck {
     fn name(&self) -> &str {
-        "app-side-fence-check"
+        names::mutant::APP_SIDE_FENCE_CHECK
     }
 
     fn describe(&self) -> &str {

@@ -7,6 +7,7 @@
 //! `late-unlock` scenario, property `unlock-safety` (the Redis ownership log
 //! shows the successor's key deleted during another owner's release).
 
+use crate::names;
 use async_trait::async_trait;
 use redfence_core::LockConfig;
 
@@ -22,7 +23,7 @@ pub struct DelUnlock;
 
 impl Protocol for DelUnlock {
     fn name(&self) -> &str {
-        "del-unlock"
+        names::mutant::DEL_UNLOCK
     }
 
     fn describe(&self) -> &str {

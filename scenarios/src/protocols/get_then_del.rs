@@ -7,6 +7,7 @@
 //! Meant to be caught by the `late-unlock` scenario, property
 //! `unlock-safety`, when the releasing worker stalls between the two.
 
+use crate::names;
 use async_trait::async_trait;
 use redfence_core::LockConfig;
 
@@ -22,7 +23,7 @@ pub struct GetThenDel;
 
 impl Protocol for GetThenDel {
     fn name(&self) -> &str {
-        "get-then-del"
+        names::mutant::GET_THEN_DEL
     }
 
     fn describe(&self) -> &str {

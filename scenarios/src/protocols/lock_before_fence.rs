@@ -12,6 +12,7 @@
 //! property `fail-closed`, by its rule that a definitely failed acquire
 //! leaves no lock behind.
 
+use crate::names;
 use async_trait::async_trait;
 use redfence_core::LockConfig;
 use redis::Value;
@@ -27,7 +28,7 @@ pub struct LockBeforeFence;
 
 impl Protocol for LockBeforeFence {
     fn name(&self) -> &str {
-        "lock-before-fence"
+        names::mutant::LOCK_BEFORE_FENCE
     }
 
     fn describe(&self) -> &str {

@@ -78,14 +78,9 @@ pub fn lock_error(error: LockError) -> StepError {
 /// sent or the store refused to run it.
 pub fn store_error(error: StoreError) -> StepError {
     let text = error.to_string();
-    match &error {
-        StoreError::InvalidInput(_) | StoreError::Mutation(_) => StepError::Failed(text),
-        StoreError::Transport(message)
-            if message.starts_with("request not sent")
-                || message.starts_with("request refused by the store, not run") =>
-        {
-            StepError::Failed(text)
-        }
-        _ => StepError::Indeterminate(text),
+    if error.definitely_not_applied() {
+        StepError::Failed(text)
+    } else {
+        StepError::Indeterminate(text)
     }
 }

@@ -9,6 +9,7 @@
 //! `fence-rejected` and `crash-before-ack` scenarios, properties
 //! `fence-order`, `stale-owner-rejected` and `exactly-once`.
 
+use crate::names;
 use async_trait::async_trait;
 use std::sync::Arc;
 
@@ -26,7 +27,7 @@ pub struct NoFenceCheck;
 
 impl Protocol for NoFenceCheck {
     fn name(&self) -> &str {
-        "no-fence-check"
+        names::mutant::NO_FENCE_CHECK
     }
 
     fn describe(&self) -> &str {

@@ -10,6 +10,7 @@
 //! `crash-after-acquire` and `lost-acquire-reply` scenarios, property
 //! `bounded-liveness`.
 
+use crate::names;
 use std::sync::LazyLock;
 
 use async_trait::async_trait;
@@ -46,7 +47,7 @@ pub struct NoTtl;
 
 impl Protocol for NoTtl {
     fn name(&self) -> &str {
-        "no-ttl"
+        names::mutant::NO_TTL
     }
 
     fn describe(&self) -> &str {

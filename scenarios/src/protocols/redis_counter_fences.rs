@@ -11,6 +11,7 @@
 //! twice. Meant to be caught by the `failover-counter-regression` scenario,
 //! property `fence-uniqueness`.
 
+use crate::names;
 use redfence_core::{FenceSourceKind, LockConfig};
 
 use super::ReferenceSession;
@@ -24,7 +25,7 @@ pub struct RedisCounterFences;
 
 impl Protocol for RedisCounterFences {
     fn name(&self) -> &str {
-        "redis-counter-fences"
+        names::mutant::REDIS_COUNTER_FENCES
     }
 
     fn describe(&self) -> &str {

@@ -7,6 +7,7 @@
 //! transaction). The renewal policy is the configuration's. This is the
 //! protocol every scenario must pass.
 
+use crate::names;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -27,7 +28,7 @@ pub struct Reference;
 
 impl Protocol for Reference {
     fn name(&self) -> &str {
-        "reference"
+        names::protocol::REFERENCE
     }
 
     fn describe(&self) -> &str {
@@ -56,7 +57,7 @@ impl ReferenceSession {
         let mut builder = LockClient::builder(env.redis.clone(), config.clone())
             .tokens(env.tokens.clone())
             .jitter(env.jitter.clone());
-        if config.fence_source() == FenceSourceKind::Postgres {
+        if config.fence_source() == FenceSourceKind::Store {
             builder = builder.fence_source(env.store_fences.clone());
         }
         let client = builder

@@ -9,6 +9,7 @@
 //! the `late-unlock` scenario, property `renewal-safety` (the successor's key
 //! expires later than its own last extension allows).
 
+use crate::names;
 use async_trait::async_trait;
 use redfence_core::LockConfig;
 
@@ -24,7 +25,7 @@ pub struct RenewWithoutOwnerCheck;
 
 impl Protocol for RenewWithoutOwnerCheck {
     fn name(&self) -> &str {
-        "renew-without-owner-check"
+        names::mutant::RENEW_WITHOUT_OWNER_CHECK
     }
 
     fn describe(&self) -> &str {

@@ -12,6 +12,7 @@
 //! (crash between the `SETNX` and the `PEXPIRE`), property
 //! `bounded-liveness`.
 
+use crate::names;
 use async_trait::async_trait;
 use redfence_core::LockConfig;
 
@@ -26,7 +27,7 @@ pub struct SetnxThenExpire;
 
 impl Protocol for SetnxThenExpire {
     fn name(&self) -> &str {
-        "setnx-then-expire"
+        names::mutant::SETNX_THEN_EXPIRE
     }
 
     fn describe(&self) -> &str {

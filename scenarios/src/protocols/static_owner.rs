@@ -8,6 +8,7 @@
 //! fence: two workers hold the lock at once under one fence. Meant to be
 //! caught by the `mutual-exclusion` scenario, property `fence-uniqueness`.
 
+use crate::names;
 use async_trait::async_trait;
 use redfence_core::LockConfig;
 
@@ -25,7 +26,7 @@ pub struct StaticOwner;
 
 impl Protocol for StaticOwner {
     fn name(&self) -> &str {
-        "static-owner"
+        names::mutant::STATIC_OWNER
     }
 
     fn describe(&self) -> &str {

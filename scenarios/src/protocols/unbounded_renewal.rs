@@ -7,6 +7,7 @@
 //! maximum hold) and `bounded-liveness` (a lock that outlives max hold +
 //! lease).
 
+use crate::names;
 use async_trait::async_trait;
 use redfence_core::LockConfig;
 
@@ -21,7 +22,7 @@ pub struct UnboundedRenewal;
 
 impl Protocol for UnboundedRenewal {
     fn name(&self) -> &str {
-        "unbounded-renewal"
+        names::mutant::UNBOUNDED_RENEWAL
     }
 
     fn describe(&self) -> &str {

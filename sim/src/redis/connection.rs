@@ -9,7 +9,7 @@
 //! `-ERR Protocol error: ...` and the connection is closed; a SYNC turns the
 //! connection into a replica feed.
 //!
-//! Bounds: the unparsed input is at most [`QUERY_BUFFER_MAX_BYTES`] (Redis
+//! Bounds: the unparsed input is at most [`QUERY_BUFFER_BYTES_MAX`] (Redis
 //! closes a client past its query-buffer limit too), and replies are
 //! flushed whenever [`REPLY_FLUSH_BYTES`] accumulate.
 
@@ -24,7 +24,7 @@ use super::replication;
 use super::server::Server;
 
 /// Largest unparsed input kept for one client before it is disconnected.
-pub(crate) const QUERY_BUFFER_MAX_BYTES: usize = 2 * super::frame::MAX_BULK_BYTES + 64 * 1024;
+pub(crate) const QUERY_BUFFER_BYTES_MAX: usize = 2 * super::frame::BULK_BYTES_MAX + 64 * 1024;
 /// Replies are written out once this many bytes are pending.
 pub(crate) const REPLY_FLUSH_BYTES: usize = 64 * 1024;
 /// Bytes read per `read` call.
@@ -128,7 +128,7 @@ where
             }
             out.clear();
         }
-        if buf.len() > QUERY_BUFFER_MAX_BYTES {
+        if buf.len() > QUERY_BUFFER_BYTES_MAX {
             return;
         }
         match stream.read(&mut chunk).await {

@@ -9,21 +9,21 @@
 //! more bytes", and the caller keeps the buffer.
 //!
 //! Bounds (TigerBeetle style: every buffer has a limit): a bulk string is at
-//! most [`MAX_BULK_BYTES`], an array at most [`MAX_ARRAY_LEN`] elements and
-//! [`MAX_DEPTH`] levels deep, a length line at most [`MAX_LINE_BYTES`]. Redis
+//! most [`BULK_BYTES_MAX`], an array at most [`ARRAY_LEN_MAX`] elements and
+//! [`DEPTH_MAX`] levels deep, a length line at most [`LINE_BYTES_MAX`]. Redis
 //! allows 512 MiB bulks and 1 Mi-element requests; the simulation never needs
 //! that much, and smaller bounds keep a misbehaving peer cheap.
 
 use std::fmt;
 
 /// Largest bulk string accepted (bytes).
-pub const MAX_BULK_BYTES: usize = 8 * 1024 * 1024;
+pub const BULK_BYTES_MAX: usize = 8 * 1024 * 1024;
 /// Most elements in one array (request arguments included).
-pub const MAX_ARRAY_LEN: usize = 1024 * 1024;
+pub const ARRAY_LEN_MAX: usize = 1024 * 1024;
 /// Deepest nesting of arrays accepted in a reply/stream frame.
-pub const MAX_DEPTH: usize = 16;
+pub const DEPTH_MAX: usize = 16;
 /// Longest type+length line (`*123\r\n`), as Redis's 64 KiB inline limit.
-pub const MAX_LINE_BYTES: usize = 64 * 1024;
+pub const LINE_BYTES_MAX: usize = 64 * 1024;
 
 /// One RESP2 value.
 #[derive(Clone, PartialEq, Eq)]
@@ -192,12 +192,12 @@ fn number_line(
     invalid: &str,
 ) -> Result<Option<(i64, usize)>, ProtocolError> {
     let Some(cr) = find_crlf(buf, at) else {
-        if buf.len().saturating_sub(at) > MAX_LINE_BYTES {
+        if buf.len().saturating_sub(at) > LINE_BYTES_MAX {
             return Err(perr(too_big));
         }
         return Ok(None);
     };
-    if cr - at > MAX_LINE_BYTES {
+    if cr - at > LINE_BYTES_MAX {
         return Err(perr(too_big));
     }
     let n = std::str::from_utf8(&buf[at..cr])
@@ -238,7 +238,7 @@ pub fn parse_request(buf: &[u8]) -> Result<Option<Request>, ProtocolError> {
         return Ok(Some((Vec::new(), at)));
     }
     let count = usize::try_from(count).map_err(|_| perr("invalid multibulk length"))?;
-    if count > MAX_ARRAY_LEN {
+    if count > ARRAY_LEN_MAX {
         return Err(perr("invalid multibulk length"));
     }
     // Never trust a length prefix for an allocation: grow as bytes arrive.
@@ -260,7 +260,7 @@ pub fn parse_request(buf: &[u8]) -> Result<Option<Request>, ProtocolError> {
             return Ok(None);
         };
         let len = usize::try_from(len).map_err(|_| perr("invalid bulk length"))?;
-        if len > MAX_BULK_BYTES {
+        if len > BULK_BYTES_MAX {
             return Err(perr("invalid bulk length"));
         }
         let end = data_at + len;
@@ -284,7 +284,7 @@ pub fn parse_frame(buf: &[u8]) -> Result<Option<(Frame, usize)>, ProtocolError> 
 }
 
 fn parse_at(buf: &[u8], at: usize, depth: usize) -> Result<Option<(Frame, usize)>, ProtocolError> {
-    if depth > MAX_DEPTH {
+    if depth > DEPTH_MAX {
         return Err(perr("nesting too deep"));
     }
     let Some(&tag) = buf.get(at) else {
@@ -292,9 +292,9 @@ fn parse_at(buf: &[u8], at: usize, depth: usize) -> Result<Option<(Frame, usize)
     };
     let line = |buf: &[u8]| -> Result<Option<(Vec<u8>, usize)>, ProtocolError> {
         match find_crlf(buf, at + 1) {
-            Some(cr) if cr - at > MAX_LINE_BYTES => Err(perr("line too long")),
+            Some(cr) if cr - at > LINE_BYTES_MAX => Err(perr("line too long")),
             Some(cr) => Ok(Some((buf[at + 1..cr].to_vec(), cr + 2))),
-            None if buf.len() - at > MAX_LINE_BYTES => Err(perr("line too long")),
+            None if buf.len() - at > LINE_BYTES_MAX => Err(perr("line too long")),
             None => Ok(None),
         }
     };
@@ -319,7 +319,7 @@ fn parse_at(buf: &[u8], at: usize, depth: usize) -> Result<Option<(Frame, usize)
                 return Ok(Some((Frame::Null, data_at)));
             }
             let len = usize::try_from(len).map_err(|_| perr("invalid bulk length"))?;
-            if len > MAX_BULK_BYTES {
+            if len > BULK_BYTES_MAX {
                 return Err(perr("invalid bulk length"));
             }
             let end = data_at + len;
@@ -345,7 +345,7 @@ fn parse_at(buf: &[u8], at: usize, depth: usize) -> Result<Option<(Frame, usize)
                 return Ok(Some((Frame::NullArray, next)));
             }
             let count = usize::try_from(count).map_err(|_| perr("invalid multibulk length"))?;
-            if count > MAX_ARRAY_LEN {
+            if count > ARRAY_LEN_MAX {
                 return Err(perr("invalid multibulk length"));
             }
             let mut items = Vec::with_capacity(count.min(64));
@@ -433,7 +433,7 @@ mod tests {
             "bulk string not terminated by CRLF"
         );
         assert!(err(b"PING\r\n").starts_with("inline"));
-        let long = vec![b'1'; MAX_LINE_BYTES + 10];
+        let long = vec![b'1'; LINE_BYTES_MAX + 10];
         let mut req = b"*".to_vec();
         req.extend(long);
         assert_eq!(err(&req), "too big mbulk count string");
@@ -455,7 +455,7 @@ mod tests {
             assert!(parse_frame(bad).is_err(), "{bad:?}");
         }
         let mut deep = Vec::new();
-        for _ in 0..=MAX_DEPTH + 1 {
+        for _ in 0..=DEPTH_MAX + 1 {
             deep.extend_from_slice(b"*1\r\n");
         }
         deep.extend_from_slice(b":1\r\n");

@@ -16,15 +16,15 @@
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
-use super::{OwnershipChange, OwnershipEvent, OwnershipLog};
+use super::{OwnershipChange, OwnershipLog, OwnershipRecord};
 
 /// Number of logical databases (`SELECT 0..15`).
 pub(crate) const DB_COUNT: usize = 16;
 /// Most keys over all databases; write commands beyond it get Redis's OOM
 /// error (the simulation's stand-in for `maxmemory`).
-pub(crate) const MAX_KEYS: usize = 1_000_000;
+pub(crate) const KEYS_MAX: usize = 1_000_000;
 /// Most elements in one list.
-pub(crate) const MAX_LIST_LEN: usize = 1_000_000;
+pub(crate) const LIST_LEN_MAX: usize = 1_000_000;
 /// Most keys one active expiry cycle removes; the rest wait for the next
 /// cycle (Redis bounds its cycle by time for the same reason).
 pub(crate) const ACTIVE_EXPIRE_KEYS_MAX: usize = 10_000;
@@ -105,7 +105,7 @@ struct Recorder {
 impl Recorder {
     fn record(&self, key: &[u8], at_ms: u64, change: OwnershipChange) {
         if key.starts_with(&self.prefix) {
-            self.log.push(OwnershipEvent {
+            self.log.push(OwnershipRecord {
                 at_ms,
                 server: self.server.clone(),
                 key: String::from_utf8_lossy(key).into_owned(),
@@ -215,7 +215,7 @@ impl Keyspace {
         }
         if old.is_none() {
             self.keys_total += 1;
-            debug_assert!(self.keys_total <= MAX_KEYS + 1, "OOM check bypassed");
+            debug_assert!(self.keys_total <= KEYS_MAX + 1, "OOM check bypassed");
         }
         let old_holder = old.as_ref().and_then(|o| o.holder());
         let change = match (old_holder, new_holder) {

@@ -25,7 +25,7 @@
 //!
 //! Bounds: a script may run at most [`INSTRUCTIONS_MAX`] VM instructions
 //! (Redis would answer BUSY to others instead; a simulation must never
-//! hang), Lua memory is capped at [`MEMORY_MAX_BYTES`], and replies nest at
+//! hang), Lua memory is capped at [`MEMORY_BYTES_MAX`], and replies nest at
 //! most [`REPLY_DEPTH_MAX`] deep.
 
 use std::cell::{Cell, RefCell};
@@ -34,14 +34,14 @@ use std::rc::Rc;
 
 use mlua::{Function, HookTriggers, Lua, LuaOptions, StdLib, Table, Value, VmState};
 
-use super::frame::{Frame, MAX_ARRAY_LEN};
+use super::frame::{Frame, ARRAY_LEN_MAX};
 
 /// Most VM instructions one script call may execute.
 pub(crate) const INSTRUCTIONS_MAX: u64 = 200_000_000;
 /// How often the instruction hook runs.
 const HOOK_EVERY_INSTRUCTIONS: u32 = 100_000;
 /// Lua heap limit per server instance.
-pub(crate) const MEMORY_MAX_BYTES: usize = 256 * 1024 * 1024;
+pub(crate) const MEMORY_BYTES_MAX: usize = 256 * 1024 * 1024;
 /// Deepest table nesting converted to a reply.
 pub(crate) const REPLY_DEPTH_MAX: usize = 1000;
 /// Most compiled chunks kept per thread (see [`BYTECODE`]).
@@ -387,7 +387,7 @@ impl LuaEngine {
                 LuaOptions::new().catch_rust_panics(false),
             )
         };
-        lua.set_memory_limit(MEMORY_MAX_BYTES)?;
+        lua.set_memory_limit(MEMORY_BYTES_MAX)?;
         let rand48 = lua.create_function(move |_, (op, seed): (String, Option<f64>)| {
             if op == "seed" {
                 rand.seed(seed.unwrap_or(0.0) as i32);
@@ -572,7 +572,7 @@ fn table_to_frame(t: &Table, depth: usize) -> Frame {
         if item.is_nil() {
             break;
         }
-        if items.len() >= MAX_ARRAY_LEN {
+        if items.len() >= ARRAY_LEN_MAX {
             return Frame::error("ERR script reply too large");
         }
         items.push(lua_to_frame(&item, depth + 1));

@@ -23,6 +23,7 @@
 mod clock;
 mod cmd;
 mod connection;
+mod exec;
 pub mod frame;
 mod keyspace;
 mod lua;
@@ -173,7 +174,7 @@ impl std::fmt::Debug for CommandLog {
 /// the logical deadline, which may lie before the previous event's `at_ms`
 /// when the expiry was noticed late (lazily, or by the next active cycle).
 #[derive(Clone, Default)]
-pub struct OwnershipLog(Rc<RefCell<Vec<OwnershipEvent>>>);
+pub struct OwnershipLog(Rc<RefCell<Vec<OwnershipRecord>>>);
 
 impl OwnershipLog {
     /// A new, empty log.
@@ -182,7 +183,7 @@ impl OwnershipLog {
     }
 
     /// A copy of every event so far.
-    pub fn events(&self) -> Vec<OwnershipEvent> {
+    pub fn events(&self) -> Vec<OwnershipRecord> {
         self.0.borrow().clone()
     }
 
@@ -196,7 +197,7 @@ impl OwnershipLog {
         self.0.borrow().is_empty()
     }
 
-    pub(crate) fn push(&self, event: OwnershipEvent) {
+    pub(crate) fn push(&self, event: OwnershipRecord) {
         self.0.borrow_mut().push(event);
     }
 }
@@ -207,52 +208,9 @@ impl std::fmt::Debug for OwnershipLog {
     }
 }
 
-/// One change of a lock key's holder.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct OwnershipEvent {
-    /// Simulated milliseconds (turmoil's `sim_elapsed`, or ms since the
-    /// server started outside turmoil).
-    pub at_ms: u64,
-    /// The server's configured name.
-    pub server: String,
-    /// The lock key (lossy UTF-8).
-    pub key: String,
-    /// What happened.
-    pub change: OwnershipChange,
-}
-
-/// What happened to a lock key's holder.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum OwnershipChange {
-    /// The key was created with value `owner`.
-    Set {
-        /// The new holder.
-        owner: String,
-    },
-    /// The value was replaced while the key existed.
-    Overwritten {
-        /// The previous holder.
-        from: String,
-        /// The new holder.
-        to: String,
-    },
-    /// The TTL ran out; `at_ms` is the logical deadline, not when noticed.
-    Expired {
-        /// The holder whose lease ended.
-        owner: String,
-    },
-    /// Deleted by a command (DEL, the release script, an expire time in the
-    /// past, FLUSHDB, or a full resync that replaced the replica's data).
-    Deleted {
-        /// The holder that was removed.
-        owner: String,
-    },
-    /// The server stopped without persistence while the key existed.
-    Lost {
-        /// The holder whose lease vanished with the server.
-        owner: String,
-    },
-}
+/// The ownership log speaks the history's vocabulary: what the simulated
+/// server applied is the ground truth the checker reads, unconverted.
+pub use redfence_history::{OwnershipChange, OwnershipRecord};
 
 /// The world's handle on one server: survives restarts and points at the
 /// live instance (if any).

@@ -23,7 +23,7 @@
 //! waits (except a client's WAIT). When turmoil holds the link, the replica
 //! simply lags; that is how an INCR deterministically fails to reach the
 //! replica before a failover. Each replica's queue is bounded
-//! ([`FEED_BACKLOG_MAX_BYTES`]); overflowing it drops that replica, which
+//! ([`FEED_BACKLOG_BYTES_MAX`]); overflowing it drops that replica, which
 //! then reconnects and resyncs (Redis's client-output-buffer-limit).
 
 use std::cell::{Cell, RefCell};
@@ -39,7 +39,7 @@ use super::keyspace::{Effect, Entry, Value, DB_COUNT};
 use super::server::Server;
 
 /// Most bytes queued for one replica before it is dropped.
-pub(crate) const FEED_BACKLOG_MAX_BYTES: usize = 64 * 1024 * 1024;
+pub(crate) const FEED_BACKLOG_BYTES_MAX: usize = 64 * 1024 * 1024;
 /// How long a replica waits for a connection to its primary.
 pub(crate) const CONNECT_TIMEOUT_MS: u64 = 1_000;
 /// Pause between reconnection attempts (Redis's replicationCron runs 1/s).
@@ -47,7 +47,7 @@ pub(crate) const RECONNECT_DELAY_MS: u64 = 1_000;
 /// WAIT with timeout 0 ("forever") gives up after this long.
 pub(crate) const WAIT_FOREVER_CAP_MS: u64 = 3_600_000;
 /// Largest read buffer on a replication link.
-const LINK_BUFFER_MAX_BYTES: usize = 2 * super::frame::MAX_BULK_BYTES;
+const LINK_BUFFER_BYTES_MAX: usize = 2 * super::frame::BULK_BYTES_MAX;
 
 /// A replica's link state, as ROLE names it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -174,7 +174,7 @@ impl Replication {
         items.extend(encoded);
         let bytes = Frame::Array(items).to_bytes();
         self.feeds.retain(|_, feed| {
-            if feed.queue.bytes.borrow().len() + bytes.len() > FEED_BACKLOG_MAX_BYTES {
+            if feed.queue.bytes.borrow().len() + bytes.len() > FEED_BACKLOG_BYTES_MAX {
                 feed.queue.close();
                 return false;
             }
@@ -330,7 +330,7 @@ async fn run_link(server: &Weak<Server>, mut stream: Box<dyn Io>) -> std::io::Re
                     .await?;
             }
         }
-        if buf.len() > LINK_BUFFER_MAX_BYTES {
+        if buf.len() > LINK_BUFFER_BYTES_MAX {
             return Err(link_err("replication frame too large"));
         }
         let mut chunk = [0u8; 16 * 1024];
@@ -626,7 +626,7 @@ pub(crate) async fn serve_feed<S>(
                 server.acks.notify_waiters();
             }
         }
-        if buf.len() > LINK_BUFFER_MAX_BYTES || queue.closed.get() {
+        if buf.len() > LINK_BUFFER_BYTES_MAX || queue.closed.get() {
             break 'feed;
         }
         tokio::select! {

@@ -18,9 +18,9 @@ use std::collections::BTreeMap;
 use mlua::Function;
 
 use super::cmd::{err, parse_i64};
+use super::exec::Exec;
 use super::frame::Frame;
 use super::lua::{LuaEngine, Rand48};
-use super::server::Exec;
 
 /// Most scripts cached at once; loading more is refused (OOM) rather than
 /// letting a runaway client grow the cache without bound.

@@ -19,50 +19,15 @@ use std::rc::{Rc, Weak};
 use super::clock::Clock;
 use super::cmd::{self, Command, Flags, Outcome};
 use super::connection::Transport;
+use super::exec::{Caller, Client, Exec};
 use super::frame::Frame;
-use super::keyspace::{Keyspace, MAX_KEYS};
+use super::keyspace::{Keyspace, KEYS_MAX};
 use super::replication::Replication;
 use super::scripting::Scripting;
 use super::{OwnershipLog, RedisConfig};
 
 /// Active expiry runs every 100 ms, like Redis's default `hz 10`.
 pub(crate) const ACTIVE_EXPIRE_PERIOD_MS: u64 = 100;
-
-/// One client connection's state.
-pub(crate) struct Client {
-    pub id: u64,
-    pub db: usize,
-    pub addr: String,
-    pub name: Option<Vec<u8>>,
-}
-
-/// Where a command comes from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Caller {
-    /// A client connection.
-    Client,
-    /// `redis.call` / `redis.pcall` inside a script.
-    Script,
-}
-
-/// Everything a command handler may touch.
-pub(crate) struct Exec<'a> {
-    pub server: &'a Server,
-    /// Selected database (SELECT changes it; a script's SELECT does not
-    /// leak to its caller).
-    pub db: usize,
-    /// The connection (None inside scripts).
-    pub client: Option<&'a mut Client>,
-    /// Time of the command (fixed for a whole script, as in Redis).
-    pub now_ms: u64,
-}
-
-impl Exec<'_> {
-    /// The keyspace, borrowed for the duration of one handler step.
-    pub fn keyspace(&self) -> std::cell::RefMut<'_, Keyspace> {
-        self.server.keyspace.borrow_mut()
-    }
-}
 
 /// One server instance.
 pub(crate) struct Server {
@@ -310,7 +275,7 @@ impl Server {
                 "ERR This Redis command is not allowed from script",
             ));
         }
-        if command.flags.contains(Flags::DENYOOM) && self.keyspace.borrow().keys_total() >= MAX_KEYS
+        if command.flags.contains(Flags::DENYOOM) && self.keyspace.borrow().keys_total() >= KEYS_MAX
         {
             return Err(Frame::error(
                 "OOM command not allowed when used memory > 'maxmemory'.",

@@ -10,14 +10,13 @@
 //! "failed" from "unknown":
 //!
 //! - nothing sent (connect failed or timed out, request too large, the
-//!   connection was busy until the deadline) → [`StoreError::Transport`] whose
-//!   message starts with `request not sent`; the store did not run it;
+//!   connection was busy until the deadline) → [`StoreError::NotSent`]; the
+//!   store did not run it;
 //! - sent, no reply within the deadline → [`StoreError::Timeout`]; it may have
 //!   run (and under a `hold` it may still run later, when the held segments arrive);
-//! - sent, then the connection broke → [`StoreError::Transport`] whose message
-//!   starts with `request sent, outcome unknown`;
+//! - sent, then the connection broke → [`StoreError::OutcomeUnknown`];
 //! - refused by the store (malformed, or a reply too large for a frame) →
-//!   [`StoreError::Transport`] starting `request refused by the store, not run`.
+//!   [`StoreError::Refused`].
 //!
 //! After any failure the connection is dropped and the next call reconnects: a
 //! stream whose request timed out may still deliver that request's reply, and
@@ -119,28 +118,23 @@ impl SimStoreClient {
             Ok(Ok(reply_body)) => reply_body,
             Ok(Err(e)) => {
                 tracing::debug!(host = &*self.host, id, error = %e, "store connection broke");
-                return Err(StoreError::Transport(format!(
-                    "request sent, outcome unknown: {e}"
-                )));
+                return Err(StoreError::OutcomeUnknown(e.to_string()));
             }
             Err(_) => {
                 tracing::debug!(host = &*self.host, id, "store request timed out");
                 return Err(StoreError::Timeout(self.op_timeout));
             }
         };
-        let (reply_id, reply) = decode_reply(&reply_body).map_err(|e| {
-            StoreError::Transport(format!("request sent, outcome unknown: bad reply: {e}"))
-        })?;
+        let (reply_id, reply) = decode_reply(&reply_body)
+            .map_err(|e| StoreError::OutcomeUnknown(format!("bad reply: {e}")))?;
         if reply_id != id {
-            return Err(StoreError::Transport(format!(
-                "request sent, outcome unknown: reply for request {reply_id}, expected {id}"
+            return Err(StoreError::OutcomeUnknown(format!(
+                "reply for request {reply_id}, expected {id}"
             )));
         }
         if let Reply::Error(message) = reply {
             // The server closes after refusing a request; so does the client.
-            return Err(StoreError::Transport(format!(
-                "request refused by the store, not run: {message}"
-            )));
+            return Err(StoreError::Refused(message));
         }
         connection.last_used = Instant::now();
         inner.connection = Some(connection);
@@ -169,7 +163,7 @@ impl SimStoreClient {
 
 /// A failure before any byte of the request left: the store did not run it.
 fn not_sent(why: impl std::fmt::Display) -> StoreError {
-    StoreError::Transport(format!("request not sent: {why}"))
+    StoreError::NotSent(why.to_string())
 }
 
 /// Writes one request frame and reads the one reply frame.
@@ -184,7 +178,7 @@ async fn exchange(stream: &mut TcpStream, body: &[u8]) -> std::io::Result<Vec<u8
 }
 
 fn unexpected(reply: Reply, request: &str) -> StoreError {
-    StoreError::Transport(format!("unexpected reply to {request}: {reply:?}"))
+    StoreError::Protocol(format!("unexpected reply to {request}: {reply:?}"))
 }
 
 impl SimStoreClient {
@@ -242,7 +236,7 @@ impl SimStoreFences {
 #[async_trait]
 impl redfence_core::FenceSource for SimStoreFences {
     fn kind(&self) -> redfence_core::FenceSourceKind {
-        redfence_core::FenceSourceKind::Postgres
+        redfence_core::FenceSourceKind::Store
     }
 
     async fn fence_for(

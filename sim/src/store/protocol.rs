@@ -13,7 +13,7 @@
 //! answer (reply). Decoding never trusts a length or count: each is checked
 //! against the bytes actually present before anything is allocated.
 
-use redfence_core::{FenceLogEntry, JobOutcome, LogOutcome, WriteOutcome};
+use redfence_core::{FenceLogEntry, FenceOutcome, JobOutcome, WriteOutcome};
 
 /// Most decimal digits in a field length. Eight digits cover the largest
 /// frame body (16 MiB = 16 777 216 bytes); more can only be corruption.
@@ -406,7 +406,7 @@ pub fn encode_reply(id: u64, reply: &Reply) -> Vec<u8> {
                     None => e.text("none"),
                     Some(job_id) => e.text("some").text(job_id),
                 };
-                e.text(entry.outcome.as_str()).int(entry.at_ms);
+                e.text(entry.outcome.log_spelling()).int(entry.at_ms);
             }
         }
         Reply::Fence(fence) => {
@@ -486,8 +486,8 @@ fn decode_fence_log(d: &mut Decoder<'_>) -> Result<Vec<FenceLogEntry>, ProtocolE
             other => return Err(unknown("option tag", other)),
         };
         let outcome_text = d.text()?;
-        let outcome =
-            LogOutcome::parse(outcome_text).ok_or_else(|| unknown("log outcome", outcome_text))?;
+        let outcome = FenceOutcome::from_log_spelling(outcome_text)
+            .ok_or_else(|| unknown("log outcome", outcome_text))?;
         let at_ms = d.int()?;
         entries.push(FenceLogEntry {
             seq,
@@ -507,7 +507,7 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    fn entry(seq: i64, job_id: Option<&str>, outcome: LogOutcome) -> FenceLogEntry {
+    fn entry(seq: i64, job_id: Option<&str>, outcome: FenceOutcome) -> FenceLogEntry {
         FenceLogEntry {
             seq,
             resource: "res 1\n".into(),
@@ -552,10 +552,10 @@ mod tests {
             Reply::FenceLog(vec![]),
             Reply::Fence(42),
             Reply::FenceLog(vec![
-                entry(1, None, LogOutcome::NotFound),
-                entry(2, Some("job 7"), LogOutcome::Accepted),
-                entry(3, Some(""), LogOutcome::Duplicate),
-                entry(4, None, LogOutcome::Stale),
+                entry(1, None, FenceOutcome::NotFound),
+                entry(2, Some("job 7"), FenceOutcome::Accepted),
+                entry(3, Some(""), FenceOutcome::Duplicate),
+                entry(4, None, FenceOutcome::Stale),
             ]),
             Reply::Error("bad request: 3:abc".into()),
         ];

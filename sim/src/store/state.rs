@@ -18,7 +18,7 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
-use redfence_core::{FenceLogEntry, JobOutcome, LogOutcome, WriteOutcome};
+use redfence_core::{FenceLogEntry, FenceOutcome, JobOutcome, WriteOutcome};
 
 use super::protocol::{Reply, Request};
 
@@ -67,7 +67,7 @@ impl Tables {
         fence: i64,
         owner: &str,
         job_id: Option<&str>,
-        outcome: LogOutcome,
+        outcome: FenceOutcome,
         at_ms: i64,
     ) {
         assert!(
@@ -175,11 +175,11 @@ impl StoreState {
     ) -> WriteOutcome {
         let mut tables = self.0.borrow_mut();
         let (outcome, log_outcome) = match tables.shared_resources.get_mut(resource) {
-            None => (WriteOutcome::NotFound, LogOutcome::NotFound),
+            None => (WriteOutcome::NotFound, FenceOutcome::NotFound),
             Some(row) if row.last_fence < fence => {
                 row.value = value.to_owned();
                 row.last_fence = fence;
-                (WriteOutcome::Accepted, LogOutcome::Accepted)
+                (WriteOutcome::Accepted, FenceOutcome::Accepted)
             }
             Some(row) => {
                 // Postgres reports `max(prev, fence)` to cover a concurrent
@@ -187,7 +187,7 @@ impl StoreState {
                 // previous fence already is at least this write's.
                 assert!(row.last_fence >= fence);
                 let last_fence = row.last_fence;
-                (WriteOutcome::Stale { last_fence }, LogOutcome::Stale)
+                (WriteOutcome::Stale { last_fence }, FenceOutcome::Stale)
             }
         };
         tables.log(resource, fence, owner, None, log_outcome, at_ms);
@@ -227,16 +227,16 @@ impl StoreState {
         ) {
             (Some(&guard), Some(row)) => guard.max(row.last_fence),
             _ => {
-                tables.log(resource, fence, owner, job, LogOutcome::NotFound, at_ms);
+                tables.log(resource, fence, owner, job, FenceOutcome::NotFound, at_ms);
                 return JobOutcome::NotFound;
             }
         };
         if fence <= guard {
-            tables.log(resource, fence, owner, job, LogOutcome::Stale, at_ms);
+            tables.log(resource, fence, owner, job, FenceOutcome::Stale, at_ms);
             return JobOutcome::Stale { last_fence: guard };
         }
         if tables.job_completions.contains_key(job_id) {
-            tables.log(resource, fence, owner, job, LogOutcome::Duplicate, at_ms);
+            tables.log(resource, fence, owner, job, FenceOutcome::Duplicate, at_ms);
             return JobOutcome::AlreadyDone;
         }
         tables.job_completions.insert(
@@ -260,7 +260,7 @@ impl StoreState {
             .insert(resource.to_owned(), fence)
             .expect("guard row checked above");
         assert!(raised < fence, "the guard only ever rises");
-        tables.log(resource, fence, owner, job, LogOutcome::Accepted, at_ms);
+        tables.log(resource, fence, owner, job, FenceOutcome::Accepted, at_ms);
         JobOutcome::Applied
     }
 
@@ -280,7 +280,14 @@ impl StoreState {
     ) -> WriteOutcome {
         let mut tables = self.0.borrow_mut();
         let Some(row) = tables.shared_resources.get_mut(resource) else {
-            tables.log(resource, fence, owner, job_id, LogOutcome::NotFound, at_ms);
+            tables.log(
+                resource,
+                fence,
+                owner,
+                job_id,
+                FenceOutcome::NotFound,
+                at_ms,
+            );
             return WriteOutcome::NotFound;
         };
         row.value = value.to_owned();
@@ -299,7 +306,14 @@ impl StoreState {
                 },
             );
         }
-        tables.log(resource, fence, owner, job_id, LogOutcome::Accepted, at_ms);
+        tables.log(
+            resource,
+            fence,
+            owner,
+            job_id,
+            FenceOutcome::Accepted,
+            at_ms,
+        );
         WriteOutcome::Accepted
     }
 
@@ -345,7 +359,7 @@ impl StoreState {
 mod tests {
     use super::*;
 
-    fn outcomes(state: &StoreState, resource: &str) -> Vec<(i64, LogOutcome)> {
+    fn outcomes(state: &StoreState, resource: &str) -> Vec<(i64, FenceOutcome)> {
         state
             .fence_log(resource)
             .iter()
@@ -382,11 +396,11 @@ mod tests {
         assert_eq!(
             outcomes(&state, "r"),
             [
-                (1, LogOutcome::NotFound),
-                (41, LogOutcome::Accepted),
-                (42, LogOutcome::Accepted),
-                (41, LogOutcome::Stale),
-                (42, LogOutcome::Stale),
+                (1, FenceOutcome::NotFound),
+                (41, FenceOutcome::Accepted),
+                (42, FenceOutcome::Accepted),
+                (41, FenceOutcome::Stale),
+                (42, FenceOutcome::Stale),
             ]
         );
         let log = state.fence_log("r");
@@ -444,11 +458,11 @@ mod tests {
         assert_eq!(
             outcomes(&state, "r"),
             [
-                (1, LogOutcome::NotFound),
-                (1, LogOutcome::Accepted),
-                (1, LogOutcome::Stale),
-                (2, LogOutcome::Duplicate),
-                (2, LogOutcome::Accepted),
+                (1, FenceOutcome::NotFound),
+                (1, FenceOutcome::Accepted),
+                (1, FenceOutcome::Stale),
+                (2, FenceOutcome::Duplicate),
+                (2, FenceOutcome::Accepted),
             ]
         );
         assert!(state.fence_log("r").iter().all(|e| e.job_id.is_some()));

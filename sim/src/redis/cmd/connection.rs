@@ -5,9 +5,9 @@
 //! `unknown subcommand`, but redis-rs ignores either answer; ID, GETNAME and
 //! SETNAME work; everything else is an unknown subcommand.
 
+use super::super::exec::Exec;
 use super::super::frame::Frame;
 use super::super::keyspace::DB_COUNT;
-use super::super::server::Exec;
 use super::{is, unknown_subcommand, wrong_arity, Outcome};
 
 pub(super) fn ping(_exec: &mut Exec<'_>, args: &[Vec<u8>]) -> Outcome {

@@ -7,9 +7,9 @@
 //! already in the past deletes the key (on a primary) and answers 1.
 
 use super::super::clock::WALL_CLOCK_BASE_MS;
+use super::super::exec::Exec;
 use super::super::frame::Frame;
 use super::super::keyspace::Entry;
-use super::super::server::Exec;
 use super::{c_str, err, int_arg, is, Outcome};
 
 pub(super) fn del(exec: &mut Exec<'_>, args: &[Vec<u8>]) -> Outcome {

@@ -4,9 +4,9 @@
 
 use std::collections::VecDeque;
 
+use super::super::exec::Exec;
 use super::super::frame::Frame;
-use super::super::keyspace::{Entry, Value, MAX_LIST_LEN};
-use super::super::server::Exec;
+use super::super::keyspace::{Entry, Value, LIST_LEN_MAX};
 use super::{err, Outcome};
 
 pub(super) fn lpush(exec: &mut Exec<'_>, args: &[Vec<u8>]) -> Outcome {
@@ -21,7 +21,7 @@ pub(super) fn lpush(exec: &mut Exec<'_>, args: &[Vec<u8>]) -> Outcome {
         Some(_) => return Frame::error(err::WRONGTYPE).into(),
     };
     let pushed = args.len() - 2;
-    if list.len() + pushed > MAX_LIST_LEN {
+    if list.len() + pushed > LIST_LEN_MAX {
         return Frame::error(err::OOM).into();
     }
     for element in &args[2..] {

@@ -15,8 +15,8 @@ mod replication;
 mod scripts;
 mod strings;
 
+use super::exec::Exec;
 use super::frame::Frame;
-use super::server::Exec;
 
 /// Redis's canonical error texts (checked against redis-server 7.0.15).
 pub(crate) mod err {

@@ -4,9 +4,9 @@
 //! Texts are redis-server 7.0.15's (`Invalid master port`, `+OK Already
 //! connected to specified master`, WAIT's replica refusal, ROLE's shape).
 
+use super::super::exec::Exec;
 use super::super::frame::Frame;
 use super::super::replication::{become_primary, become_replica};
-use super::super::server::Exec;
 use super::{int_arg, is, parse_i64, Outcome};
 
 pub(super) fn wait(exec: &mut Exec<'_>, args: &[Vec<u8>]) -> Outcome {

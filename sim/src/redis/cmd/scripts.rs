@@ -1,8 +1,8 @@
 //! Scripting commands: EVAL, EVALSHA, SCRIPT. Thin entries into
 //! `scripting`, which owns the cache and the Lua state.
 
+use super::super::exec::Exec;
 use super::super::scripting;
-use super::super::server::Exec;
 use super::Outcome;
 
 pub(super) fn eval(exec: &mut Exec<'_>, args: &[Vec<u8>]) -> Outcome {

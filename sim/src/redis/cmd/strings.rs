@@ -8,9 +8,9 @@
 //! (a syntax error here), because nothing in redfence sends them.
 
 use super::super::clock::WALL_CLOCK_BASE_MS;
+use super::super::exec::Exec;
 use super::super::frame::Frame;
 use super::super::keyspace::{Entry, Value};
-use super::super::server::Exec;
 use super::{err, int_arg, is, parse_i64, Outcome};
 
 #[derive(Clone, Copy, PartialEq, Eq)]

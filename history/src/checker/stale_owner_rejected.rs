@@ -23,9 +23,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::{lookup, more, NO_STORE_TRUTH};
-use crate::history::{
-    FenceOutcome, FenceRecord, History, OkValue, Op, OpKind, Outcome, REPORT_OWNERSHIP_LOST,
-};
+use crate::history::{FenceOutcome, FenceRecord, History, JobReport, OkValue, Op, OpKind, Outcome};
 use crate::property::Property;
 use crate::verdict::{short_owner, HistorySlice, Verdict};
 
@@ -154,11 +152,12 @@ fn worker_reports_lost(
         let Some((report, said)) = report else {
             continue;
         };
-        if said != REPORT_OWNERSHIP_LOST {
-            let explanation = format!(
+        if *said != JobReport::OwnershipLost {
+            let explanation =
+                format!(
                 "worker {}'s write with fence {fence} was rejected as stale at {rejected_ms} ms, \
-                 but it then reported \"{said}\" at {} ms instead of \"{REPORT_OWNERSHIP_LOST}\"",
-                rejected.worker, report.invoke_ms,
+                 but it then reported \"{said}\" at {} ms instead of \"{}\"",
+                rejected.worker, report.invoke_ms, JobReport::OwnershipLost,
             );
             let slice = HistorySlice::default().with_op(rejected).with_op(report);
             violations.push((explanation, slice));

@@ -13,6 +13,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::fault::Fault;
+
 /// Most operations one history may hold. Far above any scenario; a history
 /// beyond it is a runaway recorder, and refusing it keeps the checker bounded.
 pub const OPS_MAX: usize = 1_000_000;
@@ -20,16 +22,49 @@ pub const OPS_MAX: usize = 1_000_000;
 /// Most records one truth log (ownership or fence) may hold, for the same reason.
 pub const TRUTH_RECORDS_MAX: usize = 10_000_000;
 
-/// The report a worker gives when the job was applied.
-pub const REPORT_SUCCESS: &str = "success";
-/// The report a worker gives when the job had completed before (redelivery).
-pub const REPORT_ALREADY_DONE: &str = "already-done";
-/// The report a worker gives when it was contended and requeued the job.
-pub const REPORT_RETRY_LATER: &str = "retry-later";
-/// The report a worker gives when its write was rejected as stale.
-pub const REPORT_OWNERSHIP_LOST: &str = "ownership-lost";
-/// The report a worker gives when it failed (closed).
-pub const REPORT_FAILED: &str = "failed";
+/// A worker's final word on a job. The kebab-case spelling is the JSON one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum JobReport {
+    /// The job was applied.
+    Success,
+    /// The job had completed before (redelivery); nothing was written.
+    AlreadyDone,
+    /// The worker was contended and requeued the job.
+    RetryLater,
+    /// The worker's write was rejected as stale: it lost ownership.
+    OwnershipLost,
+    /// The worker failed (closed).
+    Failed,
+}
+
+impl JobReport {
+    /// Every report, in declaration order.
+    pub const ALL: [JobReport; 5] = [
+        JobReport::Success,
+        JobReport::AlreadyDone,
+        JobReport::RetryLater,
+        JobReport::OwnershipLost,
+        JobReport::Failed,
+    ];
+
+    /// The kebab-case name (the JSON spelling).
+    pub fn name(self) -> &'static str {
+        match self {
+            JobReport::Success => "success",
+            JobReport::AlreadyDone => "already-done",
+            JobReport::RetryLater => "retry-later",
+            JobReport::OwnershipLost => "ownership-lost",
+            JobReport::Failed => "failed",
+        }
+    }
+}
+
+impl std::fmt::Display for JobReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
 
 /// One run's record: operations, ground truth where available, faults.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -102,10 +137,10 @@ pub enum OpKind {
         /// The job (idempotency key) the write completes, if any.
         job_id: Option<String>,
     },
-    /// The worker's final word on a job: one of the `REPORT_*` strings.
+    /// The worker's final word on a job.
     Report {
-        /// `success`, `already-done`, `retry-later`, `ownership-lost` or `failed`.
-        outcome: String,
+        /// What the worker reported.
+        outcome: JobReport,
         /// The job reported on, if any.
         job_id: Option<String>,
     },
@@ -257,12 +292,40 @@ pub enum FenceOutcome {
     Duplicate,
 }
 
+impl FenceOutcome {
+    /// Every outcome.
+    pub const ALL: [FenceOutcome; 4] = [
+        FenceOutcome::Accepted,
+        FenceOutcome::Stale,
+        FenceOutcome::NotFound,
+        FenceOutcome::Duplicate,
+    ];
+
+    /// The spelling the store's log column keeps (the SQL migration's
+    /// `CHECK` constraint lists these; SQL values are snake_case).
+    pub fn log_spelling(self) -> &'static str {
+        match self {
+            FenceOutcome::Accepted => "accepted",
+            FenceOutcome::Stale => "stale",
+            FenceOutcome::NotFound => "not_found",
+            FenceOutcome::Duplicate => "duplicate",
+        }
+    }
+
+    /// The outcome a log row spells `text`, if any.
+    pub fn from_log_spelling(text: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|o| o.log_spelling() == text)
+    }
+}
+
 /// A fault the world injected.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FaultRecord {
     /// When it was injected.
     pub at_ms: u64,
-    /// What it was, in words (e.g. "pause w1").
+    /// The fault itself.
+    pub fault: Fault,
+    /// What it was, in words (e.g. "pause w1"), as [`Fault::describe`] says it.
     pub what: String,
     /// The worker it hit, if it hit one.
     #[serde(default)]
@@ -271,6 +334,20 @@ pub struct FaultRecord {
     /// crashed worker from having to acquire).
     #[serde(default)]
     pub crash: bool,
+}
+
+impl FaultRecord {
+    /// The record of `fault` injected at `at_ms`: its words, the worker it
+    /// hit and whether it crashed that worker all follow from the fault.
+    pub fn new(at_ms: u64, fault: Fault) -> Self {
+        Self {
+            at_ms,
+            what: fault.describe(),
+            worker: fault.worker().map(crate::names::worker_name),
+            crash: fault.is_crash(),
+            fault,
+        }
+    }
 }
 
 /// Why a history is not well-formed (and so cannot be judged).
@@ -556,9 +633,15 @@ impl HistoryBuilder {
     }
 
     /// The worker's final report on a job, recorded at `at_ms`.
-    pub fn report(self, worker: &str, job_id: Option<&str>, outcome: &str, at_ms: u64) -> Self {
+    pub fn report(
+        self,
+        worker: &str,
+        job_id: Option<&str>,
+        outcome: JobReport,
+        at_ms: u64,
+    ) -> Self {
         let kind = OpKind::Report {
-            outcome: outcome.to_owned(),
+            outcome,
             job_id: job_id.map(str::to_owned),
         };
         let value = Outcome::Ok(OkValue::Reported);
@@ -628,28 +711,16 @@ impl HistoryBuilder {
         self
     }
 
-    /// Records a fault.
-    pub fn fault(mut self, at_ms: u64, what: &str) -> Self {
+    /// Records `fault`, injected at `at_ms`.
+    pub fn fault(mut self, at_ms: u64, fault: Fault) -> Self {
         self.history.end_ms = self.history.end_ms.max(at_ms);
-        self.history.faults.push(FaultRecord {
-            at_ms,
-            what: what.to_owned(),
-            worker: None,
-            crash: false,
-        });
+        self.history.faults.push(FaultRecord::new(at_ms, fault));
         self
     }
 
-    /// Records that `worker` crashed for good at `at_ms`.
-    pub fn crash(mut self, at_ms: u64, worker: &str) -> Self {
-        self.history.end_ms = self.history.end_ms.max(at_ms);
-        self.history.faults.push(FaultRecord {
-            at_ms,
-            what: format!("crash {worker}"),
-            worker: Some(worker.to_owned()),
-            crash: true,
-        });
-        self
+    /// Records that worker number `worker` crashed for good at `at_ms`.
+    pub fn crash(self, at_ms: u64, worker: usize) -> Self {
+        self.fault(at_ms, Fault::CrashWorker(worker))
     }
 
     /// Models a world without a Redis ownership log.

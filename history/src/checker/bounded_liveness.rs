@@ -29,7 +29,7 @@ use std::collections::BTreeMap;
 
 use super::holdings::holdings;
 use super::{more, NO_REDIS_TRUTH};
-use crate::history::{History, Op, OpKind, OwnershipChange, OwnershipRecord, REPORT_FAILED};
+use crate::history::{History, JobReport, Op, OpKind, OwnershipChange, OwnershipRecord};
 use crate::property::Property;
 use crate::verdict::{short_owner, HistorySlice, Verdict};
 
@@ -100,11 +100,11 @@ fn contenders_decided(history: &History, violations: &mut Vec<(String, HistorySl
             continue;
         }
         let report = ops.iter().rev().find_map(|op| match &op.kind {
-            OpKind::Report { outcome, .. } => Some((*op, outcome.as_str())),
+            OpKind::Report { outcome, .. } => Some((*op, *outcome)),
             _ => None,
         });
         let ended = match report {
-            Some((_, outcome)) if outcome != REPORT_FAILED => continue,
+            Some((_, outcome)) if outcome != JobReport::Failed => continue,
             Some((op, outcome)) => {
                 format!("its last report was \"{outcome}\" at {} ms", op.invoke_ms)
             }

@@ -1,0 +1,141 @@
+//! One definition of every built-in name: scenarios, mutants, the reference
+//! protocol, workers.
+//!
+//! A name is an identity: JSON, reports, the readiness checklist, the
+//! mutation table, the CLI and replay lines all refer to a scenario or
+//! mutant by it, so each is spelled once, here, and everything else uses the
+//! constant (tests may spell names out, to pin them). Property names live
+//! with [`crate::Property`]. A protocol's name in JSON stays an open string:
+//! teams plug in locks of their own, whose names are theirs.
+
+/// The built-in scenarios' names, in catalog order ([`scenario::ALL`]).
+pub mod scenario {
+    /// Two workers process jobs one after another on one resource.
+    pub const MUTUAL_EXCLUSION: &str = "mutual-exclusion";
+    /// A worker pauses past its lease and writes after its successor.
+    pub const STALE_WORKER_PAUSE: &str = "stale-worker-pause";
+    /// A worker releases after its lease lapsed and a successor took it.
+    pub const LATE_UNLOCK: &str = "late-unlock";
+    /// The acquire reply is lost on the way back.
+    pub const LOST_ACQUIRE_REPLY: &str = "lost-acquire-reply";
+    /// A job outlives the bound on renewals.
+    pub const RENEWAL_LIMITS: &str = "renewal-limits";
+    /// A worker crashes right after acquiring.
+    pub const CRASH_AFTER_ACQUIRE: &str = "crash-after-acquire";
+    /// A worker crashes while its write is on the wire.
+    pub const CRASH_MID_MUTATION: &str = "crash-mid-mutation";
+    /// A worker crashes after its write, before acknowledging the job.
+    pub const CRASH_BEFORE_ACK: &str = "crash-before-ack";
+    /// Redis is unreachable or answers errors for a while.
+    pub const REDIS_UNAVAILABLE: &str = "redis-unavailable";
+    /// A stale fence reaches the store, which must refuse it.
+    pub const FENCE_REJECTED: &str = "fence-rejected";
+    /// A failover loses counter increments that were not replicated.
+    pub const FAILOVER_COUNTER_REGRESSION: &str = "failover-counter-regression";
+    /// Many workers contend for one hot resource.
+    pub const HOTSPOT_LOAD: &str = "hotspot-load";
+    /// Random fault schedules (exploration), not part of the catalog.
+    pub const RANDOM_FAULTS: &str = "random-faults";
+
+    /// The catalog's scenarios, in order (without [`RANDOM_FAULTS`], which
+    /// only exploration runs).
+    pub const ALL: [&str; 12] = [
+        MUTUAL_EXCLUSION,
+        STALE_WORKER_PAUSE,
+        LATE_UNLOCK,
+        LOST_ACQUIRE_REPLY,
+        RENEWAL_LIMITS,
+        CRASH_AFTER_ACQUIRE,
+        CRASH_MID_MUTATION,
+        CRASH_BEFORE_ACK,
+        REDIS_UNAVAILABLE,
+        FENCE_REJECTED,
+        FAILOVER_COUNTER_REGRESSION,
+        HOTSPOT_LOAD,
+    ];
+}
+
+/// The shipped mutants' names: each is the reference with one documented bug.
+pub mod mutant {
+    /// Releases with a plain `DEL`, without checking the owner.
+    pub const DEL_UNLOCK: &str = "del-unlock";
+    /// Releases with `GET` then `DEL`: two commands, not atomic.
+    pub const GET_THEN_DEL: &str = "get-then-del";
+    /// Renews with a plain `PEXPIRE`, without checking the owner.
+    pub const RENEW_WITHOUT_OWNER_CHECK: &str = "renew-without-owner-check";
+    /// The store accepts any fence.
+    pub const NO_FENCE_CHECK: &str = "no-fence-check";
+    /// The fence is checked in the application, then written separately.
+    pub const APP_SIDE_FENCE_CHECK: &str = "app-side-fence-check";
+    /// Every acquire uses the same owner token.
+    pub const STATIC_OWNER: &str = "static-owner";
+    /// Renews forever.
+    pub const UNBOUNDED_RENEWAL: &str = "unbounded-renewal";
+    /// `SETNX` then `EXPIRE`: two commands, a crash between leaves no TTL.
+    pub const SETNX_THEN_EXPIRE: &str = "setnx-then-expire";
+    /// The lock key has no TTL at all.
+    pub const NO_TTL: &str = "no-ttl";
+    /// Takes the lock, then asks for the fence in a second step.
+    pub const LOCK_BEFORE_FENCE: &str = "lock-before-fence";
+    /// Fences from the Redis counter, which a failover can regress.
+    pub const REDIS_COUNTER_FENCES: &str = "redis-counter-fences";
+
+    /// Every shipped mutant, in catalog order.
+    pub const ALL: [&str; 11] = [
+        DEL_UNLOCK,
+        GET_THEN_DEL,
+        RENEW_WITHOUT_OWNER_CHECK,
+        NO_FENCE_CHECK,
+        APP_SIDE_FENCE_CHECK,
+        STATIC_OWNER,
+        UNBOUNDED_RENEWAL,
+        SETNX_THEN_EXPIRE,
+        NO_TTL,
+        LOCK_BEFORE_FENCE,
+        REDIS_COUNTER_FENCES,
+    ];
+}
+
+/// Protocol names that are not mutants.
+pub mod protocol {
+    /// The reference protocol: `redfence-core` as shipped. Every scenario
+    /// must pass it.
+    pub const REFERENCE: &str = "reference";
+}
+
+/// The name of worker number `index` (`w0`, `w1`, …), the one spelling used
+/// in histories, hosts, proxies and reports.
+pub fn worker_name(index: usize) -> String {
+    format!("w{index}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_kebab_case_and_distinct_from_properties() {
+        let mut all: Vec<&str> = scenario::ALL.to_vec();
+        all.push(scenario::RANDOM_FAULTS);
+        all.extend(mutant::ALL);
+        all.push(protocol::REFERENCE);
+        all.extend(crate::Property::ALL.iter().map(|p| p.name()));
+        let mut sorted = all.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(sorted.len(), all.len(), "a name is used twice: {all:?}");
+        for name in all {
+            assert!(
+                name.split('-')
+                    .all(|w| !w.is_empty() && w.chars().all(|c| c.is_ascii_lowercase())),
+                "{name} is not kebab-case"
+            );
+        }
+    }
+
+    #[test]
+    fn workers_are_named_w_and_their_number() {
+        assert_eq!(worker_name(0), "w0");
+        assert_eq!(worker_name(12), "w12");
+    }
+}

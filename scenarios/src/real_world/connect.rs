@@ -1,0 +1,82 @@
+//! Connecting one worker's Redis and store paths through its proxies, when
+//! the world starts (so a setup failure is reported before the script runs).
+
+use std::time::Duration;
+
+use redfence_chaos::RealCluster;
+use redfence_core::PgFencedStore;
+use redis::IntoConnectionInfo;
+use sqlx::postgres::PgPoolOptions;
+
+use crate::world::{worker_name, WorldError};
+
+use super::*;
+
+/// Connects worker `index`'s Redis and store paths, through its proxies.
+pub(super) async fn connect_worker(
+    cluster: &RealCluster,
+    index: usize,
+    op_timeout: Duration,
+) -> Result<WorkerConns, WorldError> {
+    let failed = |what: &str, e: &dyn std::fmt::Display| {
+        WorldError::Failed(format!("{}: {what}: {e}", worker_name(index)))
+    };
+    let url = cluster.worker_redis_url(index).map_err(chaos_error)?;
+    let info = url
+        .as_str()
+        .into_connection_info()
+        .map_err(|e| failed("redis url", &e))?;
+    // No `CLIENT SETINFO` on connect: a connect that waits for an answer
+    // cannot open a connection on a path whose replies are dropped, and
+    // the lost reply must hit the lock's own commands.
+    let settings = info.redis_settings().clone().set_skip_set_lib_name();
+    let client = redis::Client::open(info.set_redis_settings(settings))
+        .map_err(|e| failed("redis client", &e))?;
+    let redis = Reconnecting::new(client);
+    // Connected now, so a path that does not work is a setup error.
+    redis
+        .connection()
+        .await
+        .map_err(|e| failed("redis through its proxy", &e))?;
+    let pg_url = cluster.worker_postgres_url(index).map_err(chaos_error)?;
+    // A warm pool: every statement prepared when a connection opens and no
+    // ping before lending one, so a one-statement write or read is one round
+    // trip, all of it on the wire in the poll that starts it — as in the
+    // simulated store. With sqlx's defaults (a ping, then a prepare on first
+    // use) it took up to three, and a worker paused or crashed after the
+    // first did something else than in the simulation: a protocol checking
+    // the fence in the application looked safe (`stale-worker-pause` ×
+    // `app-side-fence-check`) and a crash never let the write commit
+    // (`crash-mid-mutation` × `no-fence-check`). The ping's other job, not
+    // lending a connection a fault closed, is done by `store_faulted`.
+    let store_faulted = FaultClock::default();
+    let faulted = store_faulted.clone();
+    let pool = PgPoolOptions::new()
+        .max_connections(WORKER_STORE_CONNECTIONS_MAX)
+        .acquire_timeout(Duration::from_millis(CONNECT_TIMEOUT_MS))
+        .test_before_acquire(false)
+        .after_connect(|conn, _| {
+            Box::pin(async move {
+                PgFencedStore::prepare(conn)
+                    .await
+                    .map_err(|e| sqlx::Error::Protocol(e.to_string()))?;
+                sqlx::Executor::prepare(&mut *conn, WRITE_UNCHECKED_SQL).await?;
+                Ok(())
+            })
+        })
+        .before_acquire(move |_, meta| {
+            // Opened before the last fault on this path: the proxy closed
+            // it (the embedded Toxiproxy restarts on every change), so
+            // open a fresh one rather than fail the next statement.
+            let stale = faulted.opened_before_last_fault(meta.age);
+            Box::pin(async move { Ok(!stale) })
+        })
+        .connect(&pg_url)
+        .await
+        .map_err(|e| failed("postgres through its proxy", &e))?;
+    Ok(WorkerConns {
+        redis,
+        store: PgFencedStore::from_pool(pool).with_op_timeout(op_timeout),
+        store_faulted,
+    })
+}

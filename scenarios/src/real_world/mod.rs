@@ -1,0 +1,366 @@
+//! `RealWorld`: real Redis and PostgreSQL behind per-worker proxies
+//! (`redfence-chaos`'s [`RealCluster`]) as a [`World`].
+//!
+//! The same scenarios that run in the simulation run here against real
+//! servers, with faults injected by Toxiproxy-compatible proxies and by
+//! stopping, restarting and failing over real Redis processes. What differs
+//! from the simulation, and why:
+//!
+//! - **Time is wall time.** [`World::run_for`] really waits; the clock is
+//!   milliseconds since the world started ([`Instant`]). Nothing is
+//!   deterministic: owner tokens and jitter come from the OS RNG, and a seed
+//!   names a run but does not replay it.
+//! - **Workers run on the world's own thread.** A current-thread tokio
+//!   runtime and a [`LocalSet`] owned by the world run the `!Send` worker
+//!   futures; they make progress only while the world is driven (`run_for`,
+//!   a fault, a peek), which is always the case while a script runs. A
+//!   pause freezes the worker's future ([`FreezeSwitch`], as the simulation
+//!   does), a crash drops it where it stands.
+//! - **Connections reconnect.** Every toxic change, `restore_replies` and a
+//!   failover close a proxy's live connections (see the chaos README
+//!   section), and a plain multiplexed connection would stay broken for the
+//!   rest of the run. A worker's Redis path reconnects on the request after
+//!   its connection broke ([`Reconnecting`]); its store path is a small sqlx
+//!   pool, which does the same.
+//! - **Ground truth is partial.** Redis keeps no ownership log, so
+//!   [`Truth::redis`] is `None` and the properties that need it come out
+//!   undecided; PostgreSQL's append-only `fence_log` is the store truth.
+//!
+//! A world whose script asks for no replica still runs one (the providers
+//! always start it); it refuses the replication faults, as the simulation
+//! does without a replica.
+//!
+//! The module is split by concern: `connect` makes a worker's Redis and
+//! store paths, `redis_path` keeps a worker's Redis connection alive across
+//! proxy restarts, `raw_store` is the unchecked store path the mutants use,
+//! and `contract` implements the [`World`] contract (faults, peeks, truth).
+
+mod connect;
+mod contract;
+mod raw_store;
+mod redis_path;
+
+use connect::connect_worker;
+use raw_store::{PgRawStore, WRITE_UNCHECKED_SQL};
+use redis_path::{Reconnecting, ReconnectingInner};
+
+use std::future::Future;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use redfence_chaos::{ChaosConfig, ChaosError, RealCluster, RedisNode};
+use redfence_core::{FreezeSwitch, PgFencedStore};
+use redis::aio::MultiplexedConnection;
+use sqlx::postgres::PgPoolOptions;
+use tokio::runtime::Runtime;
+use tokio::task::{JoinHandle, LocalSet};
+
+use crate::run::{WorldFactory, WorldSpec};
+use crate::world::{Fault, World, WorldError, WorldKind};
+
+/// Store connections per worker: a worker runs one store operation at a
+/// time, and one spare lets a fresh connection replace one a proxy closed
+/// without waiting for the pool to notice.
+const WORKER_STORE_CONNECTIONS_MAX: u32 = 2;
+/// How long a worker's (re)connect to its proxy may take before the
+/// attempt counts as failed. Loopback connects take well under a millisecond;
+/// only a dropped-replies path makes one hang.
+const CONNECT_TIMEOUT_MS: u64 = 1_000;
+/// How long a refused connect to a worker's proxy is retried. Installing
+/// or removing a fault restarts the proxy (embedded Toxiproxy), and
+/// `restore_replies` takes it down and up again: for tens of milliseconds
+/// it refuses connections although no partition was asked for. A refusal
+/// that outlasts this is a real one (a partition) and fails the request.
+const CONNECT_REFUSED_RETRY_MS: u64 = 100;
+/// Pause between connect attempts while refused.
+const CONNECT_RETRY_PAUSE_MS: u64 = 10;
+/// Timeout of one peek: scripts peek every few milliseconds, and a Redis
+/// that does not answer within this counts as down.
+const PEEK_TIMEOUT_MS: u64 = 500;
+/// Timeout of the world's own out-of-band calls (truth, setup).
+const ADMIN_TIMEOUT_MS: u64 = 5_000;
+
+/// Builds real-server worlds from a [`ChaosConfig`].
+#[derive(Clone, Debug)]
+pub struct RealWorlds {
+    config: ChaosConfig,
+}
+
+impl RealWorlds {
+    /// Worlds built as `config` says.
+    pub fn new(config: ChaosConfig) -> Self {
+        Self { config }
+    }
+
+    /// Worlds configured by the `REDFENCE_*` variables (README, "Real-server
+    /// world"): containers when Docker answers, else local processes.
+    pub fn from_env() -> Result<Self, WorldError> {
+        Ok(Self::new(ChaosConfig::from_env().map_err(unavailable)?))
+    }
+
+    /// Worlds on local `redis-server` and `postgres` processes (what
+    /// `scripts/with-services` installs), other variables from the
+    /// environment.
+    pub fn local_from_env() -> Result<Self, WorldError> {
+        Ok(Self::new(
+            ChaosConfig::local_from_env().map_err(unavailable)?,
+        ))
+    }
+
+    /// The configuration worlds are built from.
+    pub fn config(&self) -> &ChaosConfig {
+        &self.config
+    }
+}
+
+impl WorldFactory for RealWorlds {
+    fn kind(&self) -> WorldKind {
+        WorldKind::Real
+    }
+
+    fn build(&self, spec: &WorldSpec) -> Result<Box<dyn World>, WorldError> {
+        Ok(Box::new(RealWorld::start(&self.config, spec)?))
+    }
+}
+
+/// A chaos error while the servers are being provisioned.
+fn unavailable(error: ChaosError) -> WorldError {
+    WorldError::Failed(format!(
+        "no Redis/Postgres available: {error}. Run under scripts/with-services (local \
+         processes), start a Docker engine (containers), or set REDFENCE_PROVIDER=external \
+         with REDFENCE_CHAOS_REDIS_PRIMARY_URL and REDFENCE_CHAOS_DATABASE_URL (README, \
+         \"Real-server world\")"
+    ))
+}
+
+/// A chaos error while the world runs.
+fn chaos_error(error: ChaosError) -> WorldError {
+    match error {
+        ChaosError::NoSuchWorker { worker, workers } => WorldError::NoSuchWorker {
+            index: worker,
+            workers,
+        },
+        ChaosError::Unsupported {
+            operation,
+            provider,
+            why,
+        } => WorldError::Unsupported {
+            what: operation.to_owned(),
+            why: format!("{why} (provider {provider})"),
+        },
+        other => WorldError::Failed(other.to_string()),
+    }
+}
+
+/// One worker's connections, made when the world starts so spawning a
+/// worker takes no time and a setup failure is reported before the script.
+struct WorkerConns {
+    redis: Reconnecting,
+    store: PgFencedStore,
+    store_faulted: FaultClock,
+}
+
+/// When a fault last touched one worker's store path, shared with its
+/// pool's `before_acquire`.
+#[derive(Clone, Default)]
+struct FaultClock(Arc<std::sync::Mutex<Option<Instant>>>);
+
+impl FaultClock {
+    fn mark(&self) {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = Some(Instant::now());
+    }
+
+    /// Whether a connection `age` old was opened before the last fault.
+    fn opened_before_last_fault(&self, age: Duration) -> bool {
+        let last = *self.0.lock().unwrap_or_else(|e| e.into_inner());
+        last.is_some_and(|at| {
+            Instant::now()
+                .checked_sub(age)
+                .is_none_or(|opened| opened <= at)
+        })
+    }
+}
+
+/// One worker's state in the world.
+struct Slot {
+    pause: FreezeSwitch,
+    /// The last fault on the worker's store path.
+    store_faulted: FaultClock,
+    /// Taken when the worker is spawned: from then on its job owns them, so
+    /// a crash (dropping the job) closes them as a dying process would.
+    conns: Option<WorkerConns>,
+    /// The worker's Redis connection, without keeping it alive (a crashed
+    /// worker's connection must close), so a fault that closed it can have
+    /// it replaced at once.
+    redis_link: std::sync::Weak<ReconnectingInner>,
+    task: Option<JoinHandle<()>>,
+    /// Shared with armed crash triggers, which fire inside the worker.
+    crashed: Arc<AtomicBool>,
+    /// The running job's abort handle, for triggers armed before it ran.
+    abort: Arc<std::sync::Mutex<Option<tokio::task::AbortHandle>>>,
+    finished: Arc<AtomicBool>,
+}
+
+/// Real Redis and PostgreSQL behind the [`World`] contract. See the module
+/// doc.
+pub struct RealWorld {
+    /// Runs the workers; `None` only while dropping.
+    local: Option<LocalSet>,
+    /// `None` only while dropping.
+    cluster: Option<RealCluster>,
+    slots: Vec<Slot>,
+    replica: bool,
+    /// Timeout of one store operation on a worker's path.
+    op_timeout: Duration,
+    /// Direct to PostgreSQL (no proxy): the store's ground truth.
+    admin_store: PgFencedStore,
+    /// Direct to the current Redis primary, for peeks; reopened after an
+    /// error or a failover.
+    peek_conn: Option<(RedisNode, MultiplexedConnection)>,
+    started: Instant,
+    /// Wall time at `started`, to put the fence log's timestamps on the
+    /// world's clock.
+    started_wall_ms: i64,
+    /// Last: everything above may need the runtime to drop.
+    rt: Runtime,
+}
+
+impl RealWorld {
+    /// Starts servers and proxies as `config` says, laid out as `spec` asks,
+    /// and connects every worker's paths.
+    pub fn start(config: &ChaosConfig, spec: &WorldSpec) -> Result<Self, WorldError> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| WorldError::Failed(format!("tokio runtime: {e}")))?;
+        let local = LocalSet::new();
+        let cluster = local
+            .block_on(&rt, RealCluster::start_with(config, spec.workers))
+            .map_err(unavailable)?;
+        let op_timeout = Duration::from_millis(spec.op_timeout_ms);
+        let connected = local.block_on(&rt, async {
+            let admin = PgPoolOptions::new()
+                .max_connections(1)
+                .acquire_timeout(Duration::from_millis(ADMIN_TIMEOUT_MS))
+                .connect(cluster.postgres_url())
+                .await
+                .map_err(|e| WorldError::Failed(format!("postgres (direct): {e}")))?;
+            let mut conns = Vec::with_capacity(spec.workers);
+            for index in 0..spec.workers {
+                conns.push(connect_worker(&cluster, index, op_timeout).await?);
+            }
+            Ok::<_, WorldError>((PgFencedStore::from_pool(admin), conns))
+        });
+        let (admin_store, conns) = match connected {
+            Ok(connected) => connected,
+            Err(error) => {
+                local.block_on(&rt, cluster.shutdown());
+                return Err(error);
+            }
+        };
+        let slots = conns
+            .into_iter()
+            .map(|conns| Slot {
+                redis_link: Arc::downgrade(&conns.redis.0),
+                store_faulted: conns.store_faulted.clone(),
+                pause: FreezeSwitch::new(),
+                conns: Some(conns),
+                task: None,
+                crashed: Arc::new(AtomicBool::new(false)),
+                abort: Arc::default(),
+                finished: Arc::new(AtomicBool::new(false)),
+            })
+            .collect();
+        let started_wall_ms = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as i64);
+        Ok(Self {
+            local: Some(local),
+            cluster: Some(cluster),
+            slots,
+            replica: spec.replica,
+            op_timeout,
+            admin_store: admin_store.with_op_timeout(Duration::from_millis(ADMIN_TIMEOUT_MS)),
+            peek_conn: None,
+            started: Instant::now(),
+            started_wall_ms,
+            rt,
+        })
+    }
+
+    /// The cluster (its URLs, for tests and reports).
+    pub fn cluster(&self) -> &RealCluster {
+        self.cluster.as_ref().expect("present until dropped")
+    }
+
+    /// Runs `future` to completion on the world's thread; the workers run
+    /// meanwhile, as real processes would.
+    fn block_on<F: Future>(&self, future: F) -> F::Output {
+        self.local
+            .as_ref()
+            .expect("present until dropped")
+            .block_on(&self.rt, future)
+    }
+
+    fn slot(&self, index: usize) -> Result<&Slot, WorldError> {
+        self.slots.get(index).ok_or(WorldError::NoSuchWorker {
+            index,
+            workers: self.slots.len(),
+        })
+    }
+
+    fn slot_mut(&mut self, index: usize) -> Result<&mut Slot, WorldError> {
+        let workers = self.slots.len();
+        self.slots
+            .get_mut(index)
+            .ok_or(WorldError::NoSuchWorker { index, workers })
+    }
+
+    fn needs_replica(&self, fault: &Fault) -> Result<(), WorldError> {
+        if self.replica {
+            return Ok(());
+        }
+        Err(WorldError::Unsupported {
+            what: fault.describe(),
+            why: "the scenario's world has no replica".to_owned(),
+        })
+    }
+
+    /// The fault just injected closed the Redis connections of `workers`
+    /// (the embedded Toxiproxy restarts a proxy on every change; a stopped,
+    /// restarted or failed-over Redis drops them): their next request
+    /// connects anew instead of failing on a dead socket, as it would not
+    /// with a real Toxiproxy, where only the fault itself acts.
+    fn redis_connections_closed(&self, workers: impl IntoIterator<Item = usize>) {
+        for worker in workers {
+            if let Some(inner) = self.slots.get(worker).and_then(|s| s.redis_link.upgrade()) {
+                Reconnecting::forget(&inner);
+            }
+        }
+    }
+
+    /// Runs one cluster operation to completion.
+    fn cluster_op<'a, F, Fut>(&'a self, op: F) -> Result<(), WorldError>
+    where
+        F: FnOnce(&'a RealCluster) -> Fut,
+        Fut: Future<Output = redfence_chaos::Result<()>> + 'a,
+    {
+        self.block_on(op(self.cluster())).map_err(chaos_error)
+    }
+}
+
+impl Drop for RealWorld {
+    fn drop(&mut self) {
+        // Workers' connections and pools may need the runtime to close.
+        let _entered = self.rt.enter();
+        drop(self.local.take());
+        for slot in &mut self.slots {
+            slot.conns = None;
+        }
+        self.peek_conn = None;
+        if let Some(cluster) = self.cluster.take() {
+            self.rt.block_on(cluster.shutdown());
+        }
+    }
+}

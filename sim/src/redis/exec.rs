@@ -1,0 +1,47 @@
+//! The command handlers' execution context: what one command may touch (the
+//! server instance, the selected database, the calling connection, the
+//! command's time) and where it came from.
+//!
+//! It lives apart from `server.rs` so that the handlers in `cmd/` and the
+//! script engine depend on this context, not on the dispatcher: the
+//! dispatcher builds an [`Exec`] and calls a handler, and a handler never
+//! imports the dispatcher's module.
+
+use super::keyspace::Keyspace;
+use super::server::Server;
+
+/// One client connection's state.
+pub(crate) struct Client {
+    pub id: u64,
+    pub db: usize,
+    pub addr: String,
+    pub name: Option<Vec<u8>>,
+}
+
+/// Where a command comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Caller {
+    /// A client connection.
+    Client,
+    /// `redis.call` / `redis.pcall` inside a script.
+    Script,
+}
+
+/// Everything a command handler may touch.
+pub(crate) struct Exec<'a> {
+    pub server: &'a Server,
+    /// Selected database (SELECT changes it; a script's SELECT does not
+    /// leak to its caller).
+    pub db: usize,
+    /// The connection (None inside scripts).
+    pub client: Option<&'a mut Client>,
+    /// Time of the command (fixed for a whole script, as in Redis).
+    pub now_ms: u64,
+}
+
+impl Exec<'_> {
+    /// The keyspace, borrowed for the duration of one handler step.
+    pub fn keyspace(&self) -> std::cell::RefMut<'_, Keyspace> {
+        self.server.keyspace.borrow_mut()
+    }
+}
