@@ -1,6 +1,5 @@
 //! One client connection: read bytes, parse pipelined requests, execute
-//! them in order, write the replies; plus the transports the server can
-//! listen and connect on.
+//! them in order, write the replies.
 //!
 //! Generic over any `AsyncRead + AsyncWrite + Unpin` stream, so turmoil's
 //! simulated TCP and tokio's real TCP share every line of it. Requests of
@@ -29,36 +28,6 @@ pub(crate) const QUERY_BUFFER_BYTES_MAX: usize = 2 * super::frame::BULK_BYTES_MA
 pub(crate) const REPLY_FLUSH_BYTES: usize = 64 * 1024;
 /// Bytes read per `read` call.
 const READ_CHUNK_BYTES: usize = 16 * 1024;
-
-/// A byte stream the server can speak RESP over.
-pub(crate) trait Io: AsyncRead + AsyncWrite + Unpin {}
-impl<T: AsyncRead + AsyncWrite + Unpin> Io for T {}
-
-/// Which network the instance lives on (replicas connect through it).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Transport {
-    /// turmoil's simulated TCP.
-    Turmoil,
-    /// Real TCP via tokio.
-    Tokio,
-}
-
-impl Transport {
-    /// Opens a connection to `host:port`.
-    pub(crate) async fn connect(self, host: &str, port: u16) -> std::io::Result<Box<dyn Io>> {
-        match self {
-            Transport::Turmoil => {
-                let stream = turmoil::net::TcpStream::connect((host, port)).await?;
-                Ok(Box::new(stream))
-            }
-            Transport::Tokio => {
-                let stream = tokio::net::TcpStream::connect((host, port)).await?;
-                stream.set_nodelay(true)?;
-                Ok(Box::new(stream))
-            }
-        }
-    }
-}
 
 /// Serves one client until it disconnects, breaks the protocol, or the
 /// instance dies.

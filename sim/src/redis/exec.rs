@@ -2,21 +2,14 @@
 //! server instance, the selected database, the calling connection, the
 //! command's time) and where it came from.
 //!
-//! It lives apart from `server.rs` so that the handlers in `cmd/` and the
-//! script engine depend on this context, not on the dispatcher: the
-//! dispatcher builds an [`Exec`] and calls a handler, and a handler never
-//! imports the dispatcher's module.
+//! It lives apart from `server.rs` and `dispatch.rs` so that the handlers in
+//! `cmd/` and the script engine depend on this context, not on the
+//! dispatcher: the dispatcher builds an [`Exec`] and calls a handler, and a
+//! handler never imports the dispatcher's module; the server's state, for
+//! its part, imports neither.
 
 use super::keyspace::Keyspace;
-use super::server::Server;
-
-/// One client connection's state.
-pub(crate) struct Client {
-    pub id: u64,
-    pub db: usize,
-    pub addr: String,
-    pub name: Option<Vec<u8>>,
-}
+use super::server::{Client, Server};
 
 /// Where a command comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -23,13 +23,17 @@
 mod clock;
 mod cmd;
 mod connection;
+mod dispatch;
 mod exec;
 pub mod frame;
+mod instance;
 mod keyspace;
 mod lua;
+mod repl_state;
 mod replication;
 mod scripting;
 mod server;
+mod transport;
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -331,12 +335,7 @@ pub async fn serve_turmoil(
     handle: RedisHandle,
 ) -> turmoil::Result {
     let listener = turmoil::net::TcpListener::bind(("0.0.0.0", config.port)).await?;
-    let server = Server::start(
-        config,
-        log,
-        Clock::turmoil(),
-        connection::Transport::Turmoil,
-    );
+    let server = Server::start(config, log, Clock::turmoil(), transport::Transport::Turmoil);
     handle.register(server.clone());
     let _guard = CrashGuard {
         server: server.clone(),
@@ -357,7 +356,7 @@ pub async fn serve_tokio(
     log: OwnershipLog,
     handle: RedisHandle,
 ) -> std::io::Result<()> {
-    let server = Server::start(config, log, Clock::tokio(), connection::Transport::Tokio);
+    let server = Server::start(config, log, Clock::tokio(), transport::Transport::Tokio);
     handle.register(server.clone());
     let _guard = CrashGuard {
         server: server.clone(),

@@ -25,21 +25,22 @@
 //! replica before a failover. Each replica's queue is bounded
 //! ([`FEED_BACKLOG_BYTES_MAX`]); overflowing it drops that replica, which
 //! then reconnects and resyncs (Redis's client-output-buffer-limit).
+//!
+//! The state this drives lives in `repl_state.rs`.
 
-use std::cell::{Cell, RefCell};
-use std::collections::{BTreeMap, VecDeque};
 use std::rc::{Rc, Weak};
 use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use super::connection::Io;
 use super::frame::{parse_frame, Frame};
-use super::keyspace::{Effect, Entry, Value, DB_COUNT};
+use super::keyspace::{Effect, Entry};
+use super::repl_state::{
+    bulk, decode_effect, encode_effect, int_at, link_err, Feed, FeedQueue, LinkState,
+    PendingSnapshot, Role,
+};
 use super::server::Server;
-
-/// Most bytes queued for one replica before it is dropped.
-pub(crate) const FEED_BACKLOG_BYTES_MAX: usize = 64 * 1024 * 1024;
+use super::transport::Io;
 /// How long a replica waits for a connection to its primary.
 pub(crate) const CONNECT_TIMEOUT_MS: u64 = 1_000;
 /// Pause between reconnection attempts (Redis's replicationCron runs 1/s).
@@ -48,204 +49,6 @@ pub(crate) const RECONNECT_DELAY_MS: u64 = 1_000;
 pub(crate) const WAIT_FOREVER_CAP_MS: u64 = 3_600_000;
 /// Largest read buffer on a replication link.
 const LINK_BUFFER_BYTES_MAX: usize = 2 * super::frame::BULK_BYTES_MAX;
-
-/// A replica's link state, as ROLE names it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum LinkState {
-    Connect,
-    Connecting,
-    Sync,
-    Connected,
-}
-
-impl LinkState {
-    fn as_str(self) -> &'static str {
-        match self {
-            LinkState::Connect => "connect",
-            LinkState::Connecting => "connecting",
-            LinkState::Sync => "sync",
-            LinkState::Connected => "connected",
-        }
-    }
-}
-
-/// Primary or replica.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Role {
-    Primary,
-    Replica {
-        host: String,
-        port: u16,
-        state: LinkState,
-        /// Whether a full sync completed (ROLE shows offset -1 before).
-        synced: bool,
-    },
-}
-
-/// Bytes waiting to be written to one replica.
-#[derive(Default)]
-pub(crate) struct FeedQueue {
-    bytes: RefCell<VecDeque<u8>>,
-    /// Wakes the writer (bytes queued, or closed).
-    notify: tokio::sync::Notify,
-    closed: Cell<bool>,
-    /// Wakes the ack reader when the feed is dropped.
-    closed_notify: tokio::sync::Notify,
-}
-
-impl FeedQueue {
-    fn push(&self, bytes: &[u8]) {
-        self.bytes.borrow_mut().extend(bytes);
-        self.notify.notify_one();
-    }
-
-    fn close(&self) {
-        self.closed.set(true);
-        self.notify.notify_one();
-        self.closed_notify.notify_waiters();
-    }
-
-    /// Resolves once the queue is closed.
-    async fn wait_closed(&self) {
-        loop {
-            let notified = self.closed_notify.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
-            if self.closed.get() {
-                return;
-            }
-            notified.await;
-        }
-    }
-}
-
-/// One connected replica, as the primary sees it.
-struct Feed {
-    addr: String,
-    listening_port: u16,
-    acked: u64,
-    queue: Rc<FeedQueue>,
-}
-
-/// A full sync in progress: (offset, keys expected, keys received).
-type PendingSnapshot = Option<(u64, usize, Vec<(usize, Vec<u8>, Entry)>)>;
-
-/// Replication state of one instance.
-pub(crate) struct Replication {
-    pub role: Role,
-    /// Primary: bytes of effects produced. Replica: bytes applied. Kept
-    /// across promotion, as Redis keeps its offset.
-    pub offset: u64,
-    feeds: BTreeMap<u64, Feed>,
-    next_feed_id: u64,
-    link_task: Option<tokio::task::JoinHandle<()>>,
-}
-
-impl Default for Replication {
-    fn default() -> Self {
-        Self {
-            role: Role::Primary,
-            offset: 0,
-            feeds: BTreeMap::new(),
-            next_feed_id: 1,
-            link_task: None,
-        }
-    }
-}
-
-impl Replication {
-    pub(crate) fn is_primary(&self) -> bool {
-        self.role == Role::Primary
-    }
-
-    /// Ships one command's effects to every replica, as one batch.
-    pub(crate) fn propagate(&mut self, effects: &[Effect]) {
-        if !self.is_primary() {
-            // Replicas apply effects without producing any.
-            return;
-        }
-        let encoded: Vec<Frame> = effects.iter().map(encode_effect).collect();
-        let size: usize = encoded.iter().map(|f| f.to_bytes().len()).sum();
-        self.offset += size as u64;
-        if self.feeds.is_empty() {
-            return;
-        }
-        let mut items = vec![Frame::bulk("BATCH"), Frame::Integer(self.offset as i64)];
-        items.extend(encoded);
-        let bytes = Frame::Array(items).to_bytes();
-        self.feeds.retain(|_, feed| {
-            if feed.queue.bytes.borrow().len() + bytes.len() > FEED_BACKLOG_BYTES_MAX {
-                feed.queue.close();
-                return false;
-            }
-            feed.queue.push(&bytes);
-            true
-        });
-    }
-
-    /// Replicas whose acknowledged offset reached `offset`.
-    pub(crate) fn acked_count(&self, offset: u64) -> usize {
-        self.feeds.values().filter(|f| f.acked >= offset).count()
-    }
-
-    fn drop_feeds(&mut self) {
-        for feed in self.feeds.values() {
-            feed.queue.close();
-        }
-        self.feeds.clear();
-    }
-
-    /// The instance died: stop everything.
-    pub(crate) fn shutdown(&mut self) {
-        self.drop_feeds();
-        if let Some(task) = self.link_task.take() {
-            task.abort();
-        }
-    }
-
-    /// The ROLE reply.
-    pub(crate) fn role_reply(&self) -> Frame {
-        match &self.role {
-            Role::Primary => Frame::Array(vec![
-                Frame::bulk("master"),
-                Frame::Integer(self.offset as i64),
-                Frame::Array(
-                    self.feeds
-                        .values()
-                        .map(|f| {
-                            Frame::Array(vec![
-                                Frame::bulk(f.addr.as_bytes()),
-                                Frame::bulk(f.listening_port.to_string()),
-                                Frame::bulk(f.acked.to_string()),
-                            ])
-                        })
-                        .collect(),
-                ),
-            ]),
-            Role::Replica {
-                host,
-                port,
-                state,
-                synced,
-            } => Frame::Array(vec![
-                Frame::bulk("slave"),
-                Frame::bulk(host.as_bytes()),
-                Frame::Integer(i64::from(*port)),
-                Frame::bulk(state.as_str()),
-                Frame::Integer(if *synced { self.offset as i64 } else { -1 }),
-            ]),
-        }
-    }
-
-    fn set_link_state(&mut self, new_state: LinkState) {
-        if let Role::Replica { state, synced, .. } = &mut self.role {
-            *state = new_state;
-            if new_state == LinkState::Connected {
-                *synced = true;
-            }
-        }
-    }
-}
 
 /// `REPLICAOF host port` (or a configured replica at start): keep the data
 /// until the primary's snapshot replaces it; stop expiring keys; drop our
@@ -303,10 +106,6 @@ async fn link_loop(server: Weak<Server>, host: String, port: u16) {
         drop(s);
         tokio::time::sleep(Duration::from_millis(RECONNECT_DELAY_MS)).await;
     }
-}
-
-fn link_err(msg: impl Into<String>) -> std::io::Error {
-    std::io::Error::new(std::io::ErrorKind::InvalidData, msg.into())
 }
 
 /// One replication session on an open stream.
@@ -417,131 +216,6 @@ fn load_snapshot(
     repl.offset = offset;
     repl.set_link_state(LinkState::Connected);
     offset
-}
-
-fn bulk(frame: &Frame) -> Option<&[u8]> {
-    match frame {
-        Frame::Bulk(b) => Some(b),
-        _ => None,
-    }
-}
-
-fn int_at(items: &[Frame], i: usize) -> std::io::Result<i64> {
-    match items.get(i) {
-        Some(Frame::Integer(n)) => Ok(*n),
-        _ => Err(link_err("expected an integer")),
-    }
-}
-
-fn bulk_at(items: &[Frame], i: usize) -> std::io::Result<Vec<u8>> {
-    items
-        .get(i)
-        .and_then(bulk)
-        .map(<[u8]>::to_vec)
-        .ok_or_else(|| link_err("expected a bulk string"))
-}
-
-fn db_at(items: &[Frame], i: usize) -> std::io::Result<usize> {
-    usize::try_from(int_at(items, i)?)
-        .ok()
-        .filter(|db| *db < DB_COUNT)
-        .ok_or_else(|| link_err("bad db index"))
-}
-
-/// An effect as a RESP array (see the module doc for the grammar).
-pub(crate) fn encode_effect(effect: &Effect) -> Frame {
-    match effect {
-        Effect::Put { db, key, entry } => {
-            let mut items = vec![
-                Frame::bulk("PUT"),
-                Frame::Integer(*db as i64),
-                Frame::bulk(key.clone()),
-                Frame::Integer(entry.expires_at_ms.map_or(-1, |d| d as i64)),
-            ];
-            match &entry.value {
-                Value::Str(s) => {
-                    items.push(Frame::bulk("string"));
-                    items.push(Frame::bulk(s.clone()));
-                }
-                Value::List(list) => {
-                    items.push(Frame::bulk("list"));
-                    items.extend(list.iter().map(|e| Frame::bulk(e.clone())));
-                }
-            }
-            Frame::Array(items)
-        }
-        Effect::Del { db, key } => Frame::Array(vec![
-            Frame::bulk("DEL"),
-            Frame::Integer(*db as i64),
-            Frame::bulk(key.clone()),
-        ]),
-        Effect::Expired {
-            db,
-            key,
-            deadline_ms,
-        } => Frame::Array(vec![
-            Frame::bulk("EXPIRED"),
-            Frame::Integer(*db as i64),
-            Frame::bulk(key.clone()),
-            Frame::Integer(*deadline_ms as i64),
-        ]),
-        Effect::Flush { db } => Frame::Array(vec![
-            Frame::bulk("FLUSH"),
-            Frame::Integer(db.map_or(-1, |d| d as i64)),
-        ]),
-    }
-}
-
-/// The inverse of [`encode_effect`]; malformed input is an error (the link
-/// is dropped and resynced), never a panic.
-pub(crate) fn decode_effect(items: &[Frame]) -> std::io::Result<Effect> {
-    let tag = items.first().and_then(bulk).unwrap_or_default();
-    match tag {
-        b"PUT" => {
-            let db = db_at(items, 1)?;
-            let key = bulk_at(items, 2)?;
-            let deadline = int_at(items, 3)?;
-            let expires_at_ms = if deadline < 0 {
-                None
-            } else {
-                Some(deadline as u64)
-            };
-            let value = match bulk_at(items, 4)?.as_slice() {
-                b"string" if items.len() == 6 => Value::Str(bulk_at(items, 5)?),
-                b"list" => {
-                    let mut list = VecDeque::with_capacity(items.len() - 5);
-                    for i in 5..items.len() {
-                        list.push_back(bulk_at(items, i)?);
-                    }
-                    Value::List(list)
-                }
-                _ => return Err(link_err("bad PUT value")),
-            };
-            Ok(Effect::Put {
-                db,
-                key,
-                entry: Entry {
-                    value,
-                    expires_at_ms,
-                },
-            })
-        }
-        b"DEL" => Ok(Effect::Del {
-            db: db_at(items, 1)?,
-            key: bulk_at(items, 2)?,
-        }),
-        b"EXPIRED" => Ok(Effect::Expired {
-            db: db_at(items, 1)?,
-            key: bulk_at(items, 2)?,
-            deadline_ms: u64::try_from(int_at(items, 3)?).map_err(|_| link_err("bad deadline"))?,
-        }),
-        b"FLUSH" => {
-            let db = int_at(items, 1)?;
-            let db = if db < 0 { None } else { Some(db_at(items, 1)?) };
-            Ok(Effect::Flush { db })
-        }
-        _ => Err(link_err("unknown effect")),
-    }
 }
 
 /// Primary side of SYNC: registers the feed and returns the snapshot bytes
@@ -673,7 +347,10 @@ pub(crate) async fn wait(server: &Server, numreplicas: u64, timeout_ms: u64) -> 
 
 #[cfg(test)]
 mod tests {
+    use std::collections::VecDeque;
+
     use super::*;
+    use crate::redis::keyspace::Value;
 
     #[test]
     fn effects_round_trip() {

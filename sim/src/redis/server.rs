@@ -1,13 +1,11 @@
 //! One running server instance: its keyspace, script engine, replication
-//! state and clock, plus command dispatch (lookup, arity, permission checks,
-//! then the command group's handler).
+//! state, clock and client bookkeeping.
 //!
-//! Why dispatch lives here and not in `cmd`: the checks Redis makes before a
-//! command runs (unknown command, wrong arity, READONLY on a replica, OOM,
-//! "not allowed from script") are shared by client connections and by
-//! `redis.call` inside scripts, with different wording for each; keeping both
-//! entry points next to each other keeps their order identical to Redis's
-//! `processCommand` / `scriptCall`.
+//! This file holds the instance's state and the operations on it alone;
+//! what drives it lives beside it, each depending on this file and never
+//! the other way round: command dispatch (`dispatch.rs`), the handlers'
+//! context (`exec.rs`), starting and promoting (`instance.rs`), replication
+//! (`replication.rs`).
 //!
 //! Single-threaded by construction: the server lives in an `Rc`, state in
 //! `RefCell`s, and no borrow is held across an `.await` or across a call
@@ -17,17 +15,22 @@ use std::cell::{Cell, RefCell};
 use std::rc::{Rc, Weak};
 
 use super::clock::Clock;
-use super::cmd::{self, Command, Flags, Outcome};
-use super::connection::Transport;
-use super::exec::{Caller, Client, Exec};
-use super::frame::Frame;
-use super::keyspace::{Keyspace, KEYS_MAX};
-use super::replication::Replication;
+use super::keyspace::Keyspace;
+use super::repl_state::Replication;
 use super::scripting::Scripting;
+use super::transport::Transport;
 use super::{OwnershipLog, RedisConfig};
 
 /// Active expiry runs every 100 ms, like Redis's default `hz 10`.
 pub(crate) const ACTIVE_EXPIRE_PERIOD_MS: u64 = 100;
+
+/// One client connection's state.
+pub(crate) struct Client {
+    pub id: u64,
+    pub db: usize,
+    pub addr: String,
+    pub name: Option<Vec<u8>>,
+}
 
 /// One server instance.
 pub(crate) struct Server {
@@ -42,41 +45,13 @@ pub(crate) struct Server {
     alive: Cell<bool>,
     next_client_id: Cell<u64>,
     /// This instance's own `Rc` (role changes spawn tasks that hold it).
-    me: Weak<Server>,
+    pub(crate) me: Weak<Server>,
     /// Background tasks (expiry cycle, heartbeat, replica link), aborted
     /// when the instance dies.
-    tasks: RefCell<Vec<tokio::task::JoinHandle<()>>>,
+    pub(crate) tasks: RefCell<Vec<tokio::task::JoinHandle<()>>>,
 }
 
 impl Server {
-    /// Creates the instance and starts its background tasks (must run on a
-    /// `LocalSet`).
-    pub(crate) fn start(
-        config: RedisConfig,
-        log: OwnershipLog,
-        clock: Clock,
-        transport: Transport,
-    ) -> Rc<Server> {
-        let server = Rc::new_cyclic(|me| {
-            let mut server = Self::new(config, log, clock, transport);
-            server.me = me.clone();
-            server
-        });
-        let weak = Rc::downgrade(&server);
-        let expiry = tokio::task::spawn_local(async move {
-            loop {
-                tokio::time::sleep(std::time::Duration::from_millis(ACTIVE_EXPIRE_PERIOD_MS)).await;
-                let Some(server) = weak.upgrade() else { return };
-                server.active_expire_cycle();
-            }
-        });
-        server.tasks.borrow_mut().push(expiry);
-        if let Some((host, port)) = server.config.replica_of.clone() {
-            super::replication::become_replica(&server, host, port);
-        }
-        server
-    }
-
     /// The instance without background tasks (unit tests drive it).
     pub(crate) fn new(
         config: RedisConfig,
@@ -132,10 +107,6 @@ impl Server {
         self.repl.borrow().offset
     }
 
-    pub(crate) fn promote(self: &Rc<Self>) {
-        super::replication::become_primary(self);
-    }
-
     /// `RedisHandle::get`: a string value in db 0, without side effects.
     pub(crate) fn peek(&self, key: &[u8]) -> Option<Vec<u8>> {
         let now_ms = self.now_ms();
@@ -187,107 +158,6 @@ impl Server {
             self.repl.borrow_mut().propagate(&effects);
         }
     }
-
-    /// Runs one command from a client connection.
-    pub(crate) fn execute(&self, client: &mut Client, args: &[Vec<u8>]) -> Outcome {
-        debug_assert!(
-            !args.is_empty(),
-            "empty requests are skipped by the connection"
-        );
-        let now_ms = self.now_ms();
-        if let Some(log) = &self.config.command_log {
-            log.record(now_ms, &self.config.name, &client.addr, args);
-        }
-        let outcome = match self.check(args, Caller::Client) {
-            Err(reply) => Outcome::Reply(reply),
-            Ok(command) => {
-                let mut exec = Exec {
-                    server: self,
-                    db: client.db,
-                    client: Some(client),
-                    now_ms,
-                };
-                let outcome = (command.handler)(&mut exec, args);
-                let db = exec.db;
-                client.db = db;
-                outcome
-            }
-        };
-        self.flush_effects();
-        outcome
-    }
-
-    /// Runs one command from `redis.call` inside a script (db and time are
-    /// the script's). Error replies are the script-flavoured ones.
-    pub(crate) fn execute_from_script(
-        &self,
-        db: &mut usize,
-        now_ms: u64,
-        args: &[Vec<u8>],
-    ) -> Frame {
-        let command = match self.check(args, Caller::Script) {
-            Ok(command) => command,
-            Err(reply) => return reply,
-        };
-        let mut exec = Exec {
-            server: self,
-            db: *db,
-            client: None,
-            now_ms,
-        };
-        let outcome = (command.handler)(&mut exec, args);
-        *db = exec.db;
-        match outcome {
-            Outcome::Reply(frame) => frame,
-            // Blocking/connection-level outcomes are NOSCRIPT commands,
-            // refused by `check` above.
-            other => {
-                debug_assert!(false, "script ran a connection-level command: {other:?}");
-                Frame::error("ERR This Redis command is not allowed from script")
-            }
-        }
-    }
-
-    /// Redis's pre-execution checks, in `processCommand` order.
-    fn check(&self, args: &[Vec<u8>], caller: Caller) -> Result<&'static Command, Frame> {
-        let Some(name) = args.first() else {
-            return Err(Frame::error("ERR empty command"));
-        };
-        let Some(command) = cmd::lookup(name) else {
-            return Err(match caller {
-                Caller::Client => cmd::unknown_command(args),
-                Caller::Script => Frame::error("ERR Unknown Redis command called from script"),
-            });
-        };
-        if !command.arity_ok(args.len()) {
-            return Err(match caller {
-                Caller::Client => Frame::error(format!(
-                    "ERR wrong number of arguments for '{}' command",
-                    command.name
-                )),
-                Caller::Script => {
-                    Frame::error("ERR Wrong number of args calling Redis command from script")
-                }
-            });
-        }
-        if caller == Caller::Script && command.flags.contains(Flags::NOSCRIPT) {
-            return Err(Frame::error(
-                "ERR This Redis command is not allowed from script",
-            ));
-        }
-        if command.flags.contains(Flags::DENYOOM) && self.keyspace.borrow().keys_total() >= KEYS_MAX
-        {
-            return Err(Frame::error(
-                "OOM command not allowed when used memory > 'maxmemory'.",
-            ));
-        }
-        if command.flags.contains(Flags::WRITE) && !self.is_primary() {
-            return Err(Frame::error(
-                "READONLY You can't write against a read only replica.",
-            ));
-        }
-        Ok(command)
-    }
 }
 
 #[cfg(test)]
@@ -295,7 +165,9 @@ mod tests {
     use std::cell::Cell;
 
     use super::*;
-    use crate::redis::replication::{LinkState, Role};
+    use crate::redis::cmd::Outcome;
+    use crate::redis::frame::Frame;
+    use crate::redis::repl_state::{LinkState, Role};
     use crate::redis::OwnershipChange;
 
     fn server() -> (Server, Rc<Cell<u64>>, OwnershipLog) {

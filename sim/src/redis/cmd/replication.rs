@@ -48,7 +48,7 @@ pub(super) fn replicaof(exec: &mut Exec<'_>, args: &[Vec<u8>]) -> Outcome {
         None => return Frame::error("ERR Invalid master port").into(),
     };
     let host = String::from_utf8_lossy(&args[1]).into_owned();
-    if let super::super::replication::Role::Replica {
+    if let super::super::repl_state::Role::Replica {
         host: h, port: p, ..
     } = &server.repl.borrow().role
     {
