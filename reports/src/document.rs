@@ -22,7 +22,10 @@
 //!
 //! Reading is strict about versions and lenient about the wrapper: a bare
 //! sweep (what `redfence run --json` writes) is accepted and wrapped with
-//! the default deployment, so old sweep files still render.
+//! the default deployment. A sweep of another schema version — newer, or
+//! older than the one this redfence reads (version 1, before fault records
+//! carried their typed fault) — is refused with a message that says which
+//! and what to do.
 
 use redfence_history::curve::CurvePoint;
 use redfence_history::sweep::{Sweep, SCHEMA_VERSION};
@@ -149,6 +152,23 @@ pub enum ReportError {
         /// The newest version understood.
         supported: u32,
     },
+    /// A sweep written by an older redfence, in a schema this one no longer
+    /// reads (version 1 fault records had no typed `fault`).
+    #[error(
+        "{what} has {document} schema_version {found}, older than the {supported} this \
+         redfence reads; re-run the sweep (redfence run --json FILE, or --out DIR) to \
+         regenerate it"
+    )]
+    OlderSchema {
+        /// The input's name.
+        what: String,
+        /// `sweep`.
+        document: &'static str,
+        /// The version found.
+        found: u64,
+        /// The version understood.
+        supported: u32,
+    },
     /// JSON, but neither a report nor a sweep.
     #[error(
         "{what} is neither a redfence report (keys schema_version, sweep, …) nor a sweep \
@@ -194,6 +214,14 @@ pub fn parse(text: &str, what: &str) -> Result<Report, ReportError> {
             supported,
         })
     };
+    let older = |document, found: u64, supported: u32| {
+        (found < u64::from(supported)).then(|| ReportError::OlderSchema {
+            what: what.to_owned(),
+            document,
+            found,
+            supported,
+        })
+    };
     let schema = |document, version, source| ReportError::Schema {
         what: what.to_owned(),
         document,
@@ -205,13 +233,17 @@ pub fn parse(text: &str, what: &str) -> Result<Report, ReportError> {
             if let Some(error) = newer("report", version, REPORT_SCHEMA_VERSION) {
                 return Err(error);
             }
-            if let Some(error) = version_of(sweep).and_then(|v| newer("sweep", v, SCHEMA_VERSION)) {
+            if let Some(error) = version_of(sweep).and_then(|v| {
+                newer("sweep", v, SCHEMA_VERSION).or_else(|| older("sweep", v, SCHEMA_VERSION))
+            }) {
                 return Err(error);
             }
             serde_json::from_value(value.clone()).map_err(|e| schema("report", version, e))
         }
         (None, Some(_), Some(version)) => {
-            if let Some(error) = newer("sweep", version, SCHEMA_VERSION) {
+            if let Some(error) = newer("sweep", version, SCHEMA_VERSION)
+                .or_else(|| older("sweep", version, SCHEMA_VERSION))
+            {
                 return Err(error);
             }
             let sweep: Sweep =

@@ -91,6 +91,35 @@ fn a_newer_sweep_schema_is_refused_inside_a_report_and_bare() {
 }
 
 #[test]
+fn an_older_sweep_schema_is_refused_with_what_to_do() {
+    let mut bare: serde_json::Value =
+        serde_json::from_str(&golden_text("bare_sweep.json")).unwrap();
+    bare["schema_version"] = serde_json::json!(1);
+    let error = parse(&bare.to_string(), "old.json").unwrap_err();
+    assert!(
+        matches!(
+            error,
+            ReportError::OlderSchema {
+                document: "sweep",
+                found: 1,
+                supported: 2,
+                ..
+            }
+        ),
+        "{error:?}"
+    );
+    assert!(error.to_string().contains("re-run the sweep"), "{error}");
+    let mut report: serde_json::Value =
+        serde_json::from_str(&golden_text("sweep_report.json")).unwrap();
+    report["sweep"]["schema_version"] = serde_json::json!(1);
+    let error = parse(&report.to_string(), "old-report.json").unwrap_err();
+    assert!(
+        matches!(error, ReportError::OlderSchema { found: 1, .. }),
+        "{error:?}"
+    );
+}
+
+#[test]
 fn json_that_is_not_a_report_says_what_was_expected() {
     for text in ["[1, 2]", "{\"a\": 1}", "\"report\"", "{\"sweep\": {}}"] {
         let error = parse(text, "x.json").unwrap_err();
@@ -104,7 +133,7 @@ fn json_that_is_not_a_report_says_what_was_expected() {
 
 #[test]
 fn a_report_that_does_not_match_the_schema_is_a_schema_error() {
-    let text = r#"{"schema_version": 1, "sweep": {"schema_version": 1, "cells": "no"}}"#;
+    let text = r#"{"schema_version": 1, "sweep": {"schema_version": 2, "cells": "no"}}"#;
     let error = parse(text, "odd.json").unwrap_err();
     assert!(
         matches!(
