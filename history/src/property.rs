@@ -6,7 +6,8 @@
 
 use serde::{Deserialize, Serialize};
 
-/// A safety or liveness property of a lock protocol (see `DESIGN.md`).
+/// A safety or liveness property of a lock protocol (each is decided by its
+/// own file in `checker/`; `docs/architecture.md` lists them).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Property {

@@ -496,7 +496,7 @@ fn metrics(out: &mut String, report: &Report) {
                 }
                 h(out, "</tbody></table>");
             }
-            _ => h(out, "<p>The jitter curve was not measured in this run (<code>redfence run</code> measures it when hotspot-load runs in the simulation).</p>"),
+            _ => h(out, &format!("<p>The jitter curve was not measured in this run (<code>redfence run</code> measures it when {} runs in the simulation).</p>", names::scenario::HOTSPOT_LOAD)),
         }
         h(out, "</div>");
     }

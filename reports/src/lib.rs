@@ -7,7 +7,8 @@
 //! [`document`] for the schema). Every other format renders from that value:
 //! self-contained HTML with SVG timelines ([`html`]), a Markdown summary for a
 //! pull-request comment ([`markdown`]) and JUnit XML for CI test tabs
-//! ([`junit`]). This crate runs nothing (DESIGN.md: reports only render); the
+//! ([`junit`]). This crate runs nothing — reports only render, on `redfence-history`
+//! alone; the
 //! CLI runs the sweep and builds the report.
 //!
 //! ```

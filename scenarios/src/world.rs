@@ -2,8 +2,9 @@
 //!
 //! A scenario is written once against [`World`] and never learns which world
 //! runs it: the deterministic simulation (`SimWorld`, in this crate's
-//! `sim_world` module) or real Redis and Postgres behind Toxiproxy (the chaos
-//! crate). A world lays out one Redis path and one store path *per worker*,
+//! `sim_world` module) or real Redis and Postgres behind Toxiproxy
+//! (`RealWorld`, in the `real_world` module, on the chaos crate's
+//! `RealCluster`). A world lays out one Redis path and one store path *per worker*,
 //! so a [`Fault`] can hit one worker's traffic, and it drives time: the
 //! scenario script spawns workers, lets time pass, injects faults, and at the
 //! end asks the servers for their ground truth.

@@ -53,13 +53,15 @@ pub fn replay(args: ReplayArgs) -> Result<ExitCode, CliError> {
             }
             (Some(_), other) => {
                 return Err(CliError::Invalid(format!(
-                    "--schedule belongs to random-faults, not {other}"
+                    "--schedule belongs to {}, not {other}",
+                    names::scenario::RANDOM_FAULTS
                 )))
             }
             (None, names::scenario::RANDOM_FAULTS) => {
-                return Err(CliError::Invalid(
-                    "random-faults needs --schedule (printed by redfence explore)".to_owned(),
-                ))
+                return Err(CliError::Invalid(format!(
+                    "{} needs --schedule (printed by redfence explore)",
+                    names::scenario::RANDOM_FAULTS
+                )))
             }
             (None, _) => super::scenarios(std::slice::from_ref(&args.scenario))?.remove(0),
         };

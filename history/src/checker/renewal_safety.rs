@@ -1,7 +1,7 @@
 //! `renewal-safety`: a renew never extends another owner's lock, and renewal
 //! stops at the maximum hold time or renewal count.
 //!
-//! Two rules:
+//! Three rules:
 //!
 //! 1. **No extending another owner's key** (from the Redis ownership log).
 //!    When owner `X`'s key expires at `t`, `X` was entitled to it until
