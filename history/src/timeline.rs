@@ -10,7 +10,7 @@
 use std::fmt::Write as _;
 
 use crate::history::{FenceOutcome, History, OkValue, Op, OpKind, Outcome, OwnershipChange};
-use crate::verdict::short_owner;
+use crate::verdict::owner_text;
 
 /// One line of the timeline, before sorting.
 struct Line {
@@ -71,13 +71,13 @@ pub fn timeline(history: &History) -> String {
     }
     for (i, record) in history.redis_truth.iter().flatten().enumerate() {
         let change = match &record.change {
-            OwnershipChange::Set { owner } => format!("set by {}", short_owner(owner)),
+            OwnershipChange::Set { owner } => format!("set by {}", owner_text(owner)),
             OwnershipChange::Overwritten { from, to } => {
-                format!("overwritten {} -> {}", short_owner(from), short_owner(to))
+                format!("overwritten {} -> {}", owner_text(from), owner_text(to))
             }
-            OwnershipChange::Expired { owner } => format!("expired ({})", short_owner(owner)),
-            OwnershipChange::Deleted { owner } => format!("deleted ({})", short_owner(owner)),
-            OwnershipChange::Lost { owner } => format!("lost with server ({})", short_owner(owner)),
+            OwnershipChange::Expired { owner } => format!("expired ({})", owner_text(owner)),
+            OwnershipChange::Deleted { owner } => format!("deleted ({})", owner_text(owner)),
+            OwnershipChange::Lost { owner } => format!("lost with server ({})", owner_text(owner)),
         };
         lines.push(Line {
             at_ms: record.at_ms,
@@ -100,12 +100,12 @@ pub fn timeline(history: &History) -> String {
                 "STORE   seq {} fence {} by {} job {job}: {outcome}",
                 record.seq,
                 record.fence,
-                short_owner(&record.owner)
+                owner_text(&record.owner)
             ),
         });
     }
     for op in &history.ops {
-        let owner = op.owner.as_deref().map(short_owner).unwrap_or_default();
+        let owner = op.owner.as_deref().map(owner_text).unwrap_or_default();
         let who = if owner.is_empty() {
             op.worker.clone()
         } else {

@@ -148,15 +148,11 @@ impl HistorySlice {
     }
 }
 
-/// An owner token as explanations print it: long tokens are cut to their
-/// first eight characters and `…`, which identifies them in a run.
-pub fn short_owner(owner: &str) -> String {
-    const SHOWN_CHARS: usize = 8;
-    if owner.chars().count() <= SHOWN_CHARS + 4 {
-        return owner.to_owned();
-    }
-    let head: String = owner.chars().take(SHOWN_CHARS).collect();
-    format!("{head}…")
+/// An owner token as explanations, timelines and reports print it: whole.
+/// A cut token (its first eight characters, say) made two owners with a
+/// shared prefix read as one — exactly the confusion a lock bug hides in.
+pub fn owner_text(owner: &str) -> String {
+    owner.to_owned()
 }
 
 #[cfg(test)]
@@ -164,9 +160,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn short_owner_cuts_long_tokens_only() {
-        assert_eq!(short_owner("w1-o1"), "w1-o1");
-        assert_eq!(short_owner("7f3e9a1b2c3d4e5f"), "7f3e9a1b…");
+    fn owners_are_shown_whole_so_a_shared_prefix_stays_two_owners() {
+        let a = "7f3e9a1b-2c3d-4e5f-8a9b-0c1d2e3f4a5b";
+        let b = "7f3e9a1b-2c3d-4e5f-8a9b-ffffffffffff";
+        assert_eq!(owner_text(a), a);
+        assert_ne!(owner_text(a), owner_text(b));
+        assert_eq!(owner_text("w1-o1"), "w1-o1");
     }
 
     #[test]

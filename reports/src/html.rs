@@ -20,7 +20,7 @@ use redfence_history::history::{FenceOutcome, History, OwnershipChange};
 use redfence_history::record::RunRecord;
 use redfence_history::sweep::{Cell, ScenarioInfo};
 use redfence_history::timeline::timeline;
-use redfence_history::verdict::short_owner;
+use redfence_history::verdict::owner_text;
 use redfence_history::Status;
 
 use crate::deployment::Replication;
@@ -746,13 +746,13 @@ pub fn slice_lines(history: &History, verdict: &redfence_history::Verdict) -> Ve
     }
     for o in &verdict.slice.ownership {
         let change = match &o.record.change {
-            OwnershipChange::Set { owner } => format!("set by {}", short_owner(owner)),
+            OwnershipChange::Set { owner } => format!("set by {}", owner_text(owner)),
             OwnershipChange::Overwritten { from, to } => {
-                format!("overwritten {} → {}", short_owner(from), short_owner(to))
+                format!("overwritten {} → {}", owner_text(from), owner_text(to))
             }
-            OwnershipChange::Expired { owner } => format!("expired ({})", short_owner(owner)),
-            OwnershipChange::Deleted { owner } => format!("deleted ({})", short_owner(owner)),
-            OwnershipChange::Lost { owner } => format!("lost ({})", short_owner(owner)),
+            OwnershipChange::Expired { owner } => format!("expired ({})", owner_text(owner)),
+            OwnershipChange::Deleted { owner } => format!("deleted ({})", owner_text(owner)),
+            OwnershipChange::Lost { owner } => format!("lost ({})", owner_text(owner)),
         };
         lines.push(format!(
             "Redis {} at {} ms: {} {change}",
@@ -771,7 +771,7 @@ pub fn slice_lines(history: &History, verdict: &redfence_history::Verdict) -> Ve
             f.seq,
             f.at_ms,
             f.fence,
-            short_owner(&f.owner),
+            owner_text(&f.owner),
             f.job_id
                 .as_deref()
                 .map_or_else(String::new, |j| format!(" job {j}"))

@@ -5,7 +5,7 @@
 use redfence_history::history::Op;
 use redfence_history::sweep::{Cell, CellStatus, Expectation};
 use redfence_history::timeline::{kind, outcome};
-use redfence_history::verdict::short_owner;
+use redfence_history::verdict::owner_text;
 use redfence_history::Status;
 
 /// The short mark of a cell in a matrix (as the CLI prints it).
@@ -90,7 +90,7 @@ pub fn op_words(op: &Op) -> String {
     let owner = op
         .owner
         .as_deref()
-        .map_or_else(String::new, |o| format!(" (owner {})", short_owner(o)));
+        .map_or_else(String::new, |o| format!(" (owner {})", owner_text(o)));
     format!(
         "#{} {}{owner}: {} at {} ms → {done}",
         op.id,

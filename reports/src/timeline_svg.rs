@@ -23,7 +23,7 @@ use redfence_history::fault::Fault;
 use redfence_history::history::{
     FenceOutcome, History, JobReport, OkValue, Op, OpKind, Outcome, OwnershipChange,
 };
-use redfence_history::verdict::{short_owner, HistorySlice};
+use redfence_history::verdict::{owner_text, HistorySlice};
 
 use crate::escape::{attr, text};
 use crate::labels::op_words;
@@ -292,7 +292,7 @@ fn worker_lane(
             r#"<rect class="hold{hit}" data-lane="{w}" data-owner="{o}" data-fence="{fence}" x="{x0:.1}" y="{y:.1}" width="{wd:.1}" height="12"><title>{w} holds the lease (owner {o}, fence {fence}) from {s} ms until {ended} at {e} ms</title></rect>"#,
             hit = slice_class(highlight.ops.contains(&bar.op_id)),
             w = attr(worker),
-            o = attr(&short_owner(&bar.owner)),
+            o = attr(&owner_text(&bar.owner)),
             y = mid - 6.0,
             wd = x1 - x0,
             s = bar.start_ms,
@@ -464,7 +464,7 @@ fn redis_lane(
             hit = slice_class(hit),
             s = attr(server),
             w = attr(&worker),
-            o = attr(&short_owner(owner)),
+            o = attr(&owner_text(owner)),
             y = mid - 7.0,
             wd = x1 - x0,
         );
@@ -510,7 +510,7 @@ fn redis_lane(
                 y1 = mid + 10.0,
                 t = class,
                 at = record.at_ms,
-                o = attr(&short_owner(ended)),
+                o = attr(&owner_text(ended)),
             );
         }
         if let Some(started) = record.change.started_owner() {
@@ -559,7 +559,7 @@ fn store_lane(out: &mut String, history: &History, scale: &Scale, top: f64, high
             tx = x + 5.0,
             ty = mid - 6.0,
             at = record.at_ms,
-            o = attr(&short_owner(&record.owner)),
+            o = attr(&owner_text(&record.owner)),
         );
     }
     out.push_str("</g>\n");

@@ -31,7 +31,7 @@ use super::holdings::holdings;
 use super::{more, NO_REDIS_TRUTH};
 use crate::history::{History, JobReport, Op, OpKind, OwnershipChange, OwnershipRecord};
 use crate::property::Property;
-use crate::verdict::{short_owner, HistorySlice, Verdict};
+use crate::verdict::{owner_text, HistorySlice, Verdict};
 
 const PROPERTY: Property = Property::BoundedLiveness;
 
@@ -161,7 +161,7 @@ fn holdings_bounded(
         let explanation = format!(
             "owner {} held the lock {} on {} for {held_ms} ms (from {} ms {until}), longer than \
              max hold {} ms + lease {} ms + tolerance {} ms",
-            short_owner(&holding.owner),
+            owner_text(&holding.owner),
             holding.key,
             holding.server,
             holding.start_ms,

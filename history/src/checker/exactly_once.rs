@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use super::{lookup, more, NO_STORE_TRUTH};
 use crate::history::{FenceOutcome, FenceRecord, History};
 use crate::property::Property;
-use crate::verdict::{short_owner, HistorySlice, Verdict};
+use crate::verdict::{owner_text, HistorySlice, Verdict};
 
 const PROPERTY: Property = Property::ExactlyOnce;
 
@@ -44,11 +44,11 @@ pub(super) fn check(history: &History) -> Verdict {
     let explanation = format!(
         "job {job_id} was applied twice: by owner {} with fence {} at {} ms (seq {}) and \
          by owner {} with fence {} at {} ms (seq {}){}",
-        short_owner(&first.owner),
+        owner_text(&first.owner),
         first.fence,
         first.at_ms,
         first.seq,
-        short_owner(&second.owner),
+        owner_text(&second.owner),
         second.fence,
         second.at_ms,
         second.seq,

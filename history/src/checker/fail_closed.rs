@@ -34,7 +34,7 @@ use super::holdings::holdings;
 use super::{lookup, more, NO_REDIS_TRUTH, NO_STORE_TRUTH};
 use crate::history::{FenceOutcome, FenceRecord, History, Op, OpKind, Outcome, OwnershipChange};
 use crate::property::Property;
-use crate::verdict::{short_owner, HistorySlice, Verdict};
+use crate::verdict::{owner_text, HistorySlice, Verdict};
 
 const PROPERTY: Property = Property::FailClosed;
 
@@ -91,12 +91,12 @@ pub(super) fn check(history: &History) -> Verdict {
     };
     let acquire = closest_acquire(history, &record.owner, record.fence);
     let why = match acquire {
-        None => format!("{} never invoked an acquire", short_owner(&record.owner)),
+        None => format!("{} never invoked an acquire", owner_text(&record.owner)),
         Some(op) => acquire_failure(op, record.fence, write_invoke_ms),
     };
     let explanation = format!(
         "write by owner {} with fence {} was accepted at {} ms (seq {}), but {why}{}",
-        short_owner(&record.owner),
+        owner_text(&record.owner),
         record.fence,
         record.at_ms,
         record.seq,
@@ -170,7 +170,7 @@ fn orphan_lock(history: &History) -> Option<Verdict> {
     let explanation = format!(
         "owner {}'s acquire (op {}) failed, yet its lock was set on {} at {} ms and stayed \
          {until}, blocking every contender with a lock nobody held{}",
-        short_owner(&holding.owner),
+        owner_text(&holding.owner),
         acquire.id,
         holding.server,
         holding.start_ms,

@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use super::{lookup, more, NO_STORE_TRUTH};
 use crate::history::{FenceOutcome, FenceRecord, History};
 use crate::property::Property;
-use crate::verdict::{short_owner, HistorySlice, Verdict};
+use crate::verdict::{owner_text, HistorySlice, Verdict};
 
 const PROPERTY: Property = Property::FenceOrder;
 
@@ -49,14 +49,14 @@ pub(super) fn check(history: &History) -> Verdict {
     let explanation = format!(
         "write by owner {} with fence {} was accepted at {} ms (seq {}) after fence {} \
          had been accepted at {} ms (seq {}, owner {}) on resource {}{}",
-        short_owner(&after.owner),
+        owner_text(&after.owner),
         after.fence,
         after.at_ms,
         after.seq,
         before.fence,
         before.at_ms,
         before.seq,
-        short_owner(&before.owner),
+        owner_text(&before.owner),
         after.resource,
         more(violations.len()),
     );

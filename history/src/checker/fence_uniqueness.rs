@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use super::more;
 use crate::history::{History, Op};
 use crate::property::Property;
-use crate::verdict::{short_owner, HistorySlice, Verdict};
+use crate::verdict::{owner_text, HistorySlice, Verdict};
 
 const PROPERTY: Property = Property::FenceUniqueness;
 
@@ -47,7 +47,7 @@ pub(super) fn check(history: &History) -> Verdict {
     let who = |op: &Op| {
         format!(
             "owner {} (worker {})",
-            short_owner(op.owner.as_deref().unwrap_or("?")),
+            owner_text(op.owner.as_deref().unwrap_or("?")),
             op.worker
         )
     };

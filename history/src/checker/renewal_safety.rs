@@ -39,7 +39,7 @@ use super::holdings::holdings;
 use super::{more, NO_REDIS_TRUTH};
 use crate::history::{History, OkValue, Op, OpKind, Outcome, OwnershipChange, OwnershipRecord};
 use crate::property::Property;
-use crate::verdict::{short_owner, HistorySlice, Verdict};
+use crate::verdict::{owner_text, HistorySlice, Verdict};
 
 const PROPERTY: Property = Property::RenewalSafety;
 
@@ -147,7 +147,7 @@ fn no_foreign_extension(
         let by = match culprit {
             Some(op) => format!(
                 ": a renew by owner {} (worker {}, op {}) at {} ms extended it",
-                short_owner(op.owner.as_deref().unwrap_or("?")),
+                owner_text(op.owner.as_deref().unwrap_or("?")),
                 op.worker,
                 op.id,
                 op.invoke_ms
@@ -158,7 +158,7 @@ fn no_foreign_extension(
             "owner {}'s key {} on {} expired at {expired_ms} ms, but it was entitled only until \
              {entitled_ms} ms (set at {} ms, last own extension at {} ms, lease {} ms, \
              tolerance {} ms){by}",
-            short_owner(&holding.owner),
+            owner_text(&holding.owner),
             holding.key,
             holding.server,
             holding.start_ms,
@@ -211,7 +211,7 @@ fn renews_own_lock(
         let whose = match victim {
             Some(h) => format!(
                 "; the key was held by owner {} (set at {} ms on {})",
-                short_owner(&h.owner),
+                owner_text(&h.owner),
                 h.start_ms,
                 h.server
             ),
@@ -220,7 +220,7 @@ fn renews_own_lock(
         let explanation = format!(
             "owner {} (worker {}) was told its renew (op {}) succeeded at {complete_ms} ms, \
              but it held no lock between {} and {complete_ms} ms{whose}",
-            short_owner(owner),
+            owner_text(owner),
             renew.worker,
             renew.id,
             renew.invoke_ms,
@@ -277,7 +277,7 @@ fn bounded_renewal(history: &History, violations: &mut Vec<(String, HistorySlice
         let hold_end_ms = acquired_ms
             .saturating_add(limits.hold_ms_max)
             .saturating_add(limits.tolerance_ms);
-        let who = format!("owner {} (worker {})", short_owner(owner), renew.worker);
+        let who = format!("owner {} (worker {})", owner_text(owner), renew.worker);
         let explanation = if count > limits.renewals_max {
             format!(
                 "{who} renewed for the {} time at {} ms after acquiring at {acquired_ms} ms; \

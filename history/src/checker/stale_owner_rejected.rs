@@ -25,7 +25,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::{lookup, more, NO_STORE_TRUTH};
 use crate::history::{FenceOutcome, FenceRecord, History, JobReport, OkValue, Op, OpKind, Outcome};
 use crate::property::Property;
-use crate::verdict::{short_owner, HistorySlice, Verdict};
+use crate::verdict::{owner_text, HistorySlice, Verdict};
 
 const PROPERTY: Property = Property::StaleOwnerRejected;
 
@@ -84,11 +84,11 @@ fn store_rejects_stale(
                 let explanation = format!(
                     "stale write by owner {} with fence {} was accepted at {} ms (seq {}) \
                      although its successor {} had written with fence {} at {} ms (seq {})",
-                    short_owner(&record.owner),
+                    owner_text(&record.owner),
                     record.fence,
                     record.at_ms,
                     record.seq,
-                    short_owner(&successor.owner),
+                    owner_text(&successor.owner),
                     successor.fence,
                     successor.at_ms,
                     successor.seq,
@@ -194,7 +194,7 @@ fn worker_stops_retrying(
             "worker {} (owner {}) wrote with fence {fence} {} more times after it was rejected \
              as stale at {rejected_ms} ms (at most {RETRIES_AFTER_REJECTION_MAX} allowed)",
             rejected.worker,
-            short_owner(rejected.owner.as_deref().unwrap_or("?")),
+            owner_text(rejected.owner.as_deref().unwrap_or("?")),
             retries.len(),
         );
         let slice = HistorySlice::default()

@@ -21,7 +21,7 @@ use super::holdings::{holdings, Holding};
 use super::{more, NO_REDIS_TRUTH};
 use crate::history::{History, Op, OpKind, OwnershipChange, OwnershipRecord};
 use crate::property::Property;
-use crate::verdict::{short_owner, HistorySlice, Verdict};
+use crate::verdict::{owner_text, HistorySlice, Verdict};
 
 const PROPERTY: Property = Property::UnlockSafety;
 
@@ -112,17 +112,17 @@ pub(super) fn check(history: &History) -> Verdict {
     let by = match culprit {
         Some(op) => format!(
             "during a release by owner {} (worker {}, op {}), not by {}",
-            short_owner(op.owner.as_deref().unwrap_or("?")),
+            owner_text(op.owner.as_deref().unwrap_or("?")),
             op.worker,
             op.id,
-            short_owner(owner)
+            owner_text(owner)
         ),
-        None => format!("while no release by {} was in progress", short_owner(owner)),
+        None => format!("while no release by {} was in progress", owner_text(owner)),
     };
     let explanation = format!(
         "the lock {} of owner {}{since} was deleted at {} ms on {} {by}{}",
         record.key,
-        short_owner(owner),
+        owner_text(owner),
         record.at_ms,
         record.server,
         more(violations.len()),
