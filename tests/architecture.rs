@@ -267,6 +267,7 @@ fn nothing_refers_to_files_outside_the_repository() {
             ".rs",
             ".md",
             ".toml",
+            ".json",
             ".sh",
             ".lua",
             ".sql",

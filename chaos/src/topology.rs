@@ -63,9 +63,14 @@ impl Path {
     }
 }
 
-/// The name of a worker's proxy on a path.
+/// The name of a worker's proxy on a path (`w0-redis`): the worker's one
+/// spelling, then the path.
 pub fn proxy_name(worker: usize, path: Path) -> String {
-    format!("w{worker}-{}", path.suffix())
+    format!(
+        "{}-{}",
+        redfence_history::names::worker_name(worker),
+        path.suffix()
+    )
 }
 
 /// The replication link's proxy.

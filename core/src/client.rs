@@ -24,7 +24,7 @@ use crate::fence_source::{FenceSource, PostgresFences, RedisCounterFences};
 use crate::owner::{OwnerToken, RandomUuidTokens, TokenSource};
 use crate::pg_store::PgFencedStore;
 use crate::resource::ResourceName;
-use crate::scripts::{self, scripts};
+use crate::scripts::{self, parse_acquire_reply, scripts, AcquireReply};
 use crate::telemetry::{self, *};
 
 /// A lease this process holds (as far as it knows).
@@ -396,7 +396,7 @@ where
             match result {
                 Ok(value) => {
                     if reasks > 0 {
-                        let held = parse_acquire(&value).is_ok_and(AcquireReply::held);
+                        let held = parse_acquire_reply(&value).is_ok_and(AcquireReply::held);
                         let result = if held { "held" } else { "not_held" };
                         telemetry::count_with(LOCK_REASK_TOTAL, rtype, "result", result);
                     }
@@ -438,7 +438,7 @@ where
                 }
             }
         };
-        let reply = match parse_acquire(&reply) {
+        let reply = match parse_acquire_reply(&reply) {
             Ok(parsed) => parsed,
             Err(e) => {
                 // The script may have taken the lease; a lease without a
@@ -620,109 +620,5 @@ fn classify(
                 Err(Failure::Indeterminate(e.to_string()))
             }
         }
-    }
-}
-
-/// What the acquire script answered (`core/lua/acquire.lua`), typed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum AcquireReply {
-    /// `{0, false}`: another owner holds the lease.
-    Contended,
-    /// `{1, fence}`: the lease was taken now.
-    Acquired {
-        /// The fence the script issued (absent when fences come from elsewhere).
-        fence: Option<Fence>,
-    },
-    /// `{2, fence}`: this owner token already held the lease — a re-ask after
-    /// a lost reply learns that its first attempt won.
-    AlreadyHeld {
-        /// The fence issued to that first attempt (when the script issues fences).
-        fence: Option<Fence>,
-    },
-}
-
-impl AcquireReply {
-    /// Whether the owner holds the lease after this reply.
-    fn held(self) -> bool {
-        !matches!(self, AcquireReply::Contended)
-    }
-
-    /// The fence the script issued, if any.
-    fn fence(self) -> Option<Fence> {
-        match self {
-            AcquireReply::Contended => None,
-            AcquireReply::Acquired { fence } | AcquireReply::AlreadyHeld { fence } => fence,
-        }
-    }
-}
-
-/// Parses the acquire script's `{status, fence}` reply.
-fn parse_acquire(value: &Value) -> Result<AcquireReply, LockError> {
-    let bad = || LockError::Protocol(format!("acquire returned {value:?}"));
-    let Value::Array(items) = value else {
-        return Err(bad());
-    };
-    let status = match items.first() {
-        Some(Value::Int(s @ 0..=2)) => *s,
-        _ => return Err(bad()),
-    };
-    let fence = match items.get(1) {
-        // Lua `false` becomes a nil reply, and Redis cuts an array at the
-        // first nil, so a missing second element means "no fence".
-        None | Some(Value::Nil) => None,
-        Some(Value::BulkString(bytes)) => {
-            let n: i64 = std::str::from_utf8(bytes)
-                .ok()
-                .and_then(|s| s.parse().ok())
-                .ok_or_else(bad)?;
-            Some(Fence::new(n)?)
-        }
-        Some(_) => return Err(bad()),
-    };
-    Ok(match status {
-        0 => AcquireReply::Contended,
-        1 => AcquireReply::Acquired { fence },
-        _ => AcquireReply::AlreadyHeld { fence },
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn parses_every_acquire_reply_shape() {
-        let fence = |s: &str| Value::BulkString(s.as_bytes().to_vec());
-        assert_eq!(
-            parse_acquire(&Value::Array(vec![Value::Int(0)])).unwrap(),
-            AcquireReply::Contended
-        );
-        assert_eq!(
-            parse_acquire(&Value::Array(vec![Value::Int(1), fence("42")])).unwrap(),
-            AcquireReply::Acquired {
-                fence: Some(Fence::new(42).unwrap())
-            }
-        );
-        // The fence is a string: an integer reply means the script changed.
-        assert!(parse_acquire(&Value::Array(vec![Value::Int(1), Value::Int(42)])).is_err());
-        // Past 2^53 a Lua number would round; the string keeps every digit.
-        assert_eq!(
-            parse_acquire(&Value::Array(vec![
-                Value::Int(2),
-                fence("9007199254740993")
-            ]))
-            .unwrap(),
-            AcquireReply::AlreadyHeld {
-                fence: Some(Fence::new(9_007_199_254_740_993).unwrap())
-            }
-        );
-        assert_eq!(
-            parse_acquire(&Value::Array(vec![Value::Int(1)])).unwrap(),
-            AcquireReply::Acquired { fence: None }
-        );
-        assert!(parse_acquire(&Value::Int(1)).is_err());
-        assert!(parse_acquire(&Value::Array(vec![Value::Int(3)])).is_err());
-        assert!(parse_acquire(&Value::Array(vec![Value::Int(1), fence("x")])).is_err());
-        assert!(parse_acquire(&Value::Array(vec![Value::Int(1), fence("0")])).is_err());
     }
 }

@@ -118,6 +118,22 @@ pub struct FenceLogEntry {
     pub at_ms: i64,
 }
 
+impl FenceLogEntry {
+    /// The entry as the history's store record, its time moved onto the run's
+    /// clock: `at_ms - run_start_ms` (0 if the entry predates the run).
+    pub fn into_record(self, run_start_ms: i64) -> redfence_history::FenceRecord {
+        redfence_history::FenceRecord {
+            seq: self.seq,
+            at_ms: u64::try_from(self.at_ms.saturating_sub(run_start_ms)).unwrap_or(0),
+            resource: self.resource,
+            fence: self.fence,
+            owner: self.owner,
+            job_id: self.job_id,
+            outcome: self.outcome,
+        }
+    }
+}
+
 /// Storage that validates fences. See the module doc.
 #[async_trait]
 pub trait FencedStore: Send + Sync {

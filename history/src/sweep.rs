@@ -18,7 +18,8 @@ use crate::property::Property;
 use crate::record::{Param, RunRecord, WorldKind};
 use crate::verdict::Status;
 
-/// Version of the [`Sweep`] JSON schema; readers refuse newer versions.
+/// Version of the [`Sweep`] JSON schema; readers refuse other versions
+/// (version 2 gave fault records their typed `fault`).
 pub const SCHEMA_VERSION: u32 = 2;
 
 /// One shard of the seed space: seeds whose `seed % count == index - 1`.

@@ -31,7 +31,7 @@ use redfence_scenarios::protocol::{
 };
 use redfence_scenarios::sweep::{verify, CellStatus};
 use redfence_scenarios::world::WorkerEnv;
-use redfence_scenarios::{Property, Status};
+use redfence_scenarios::{names, Property, Status};
 use redis::{Script, Value};
 
 /// Lock + fence in one step; answers `{fence}` or nothing when held.
@@ -199,19 +199,19 @@ impl Session for TeamSession {
 /// hand tends to have — and how to fix each.
 const FINDINGS: &[(&str, Property, &str)] = &[
     (
-        "lost-acquire-reply",
+        names::scenario::LOST_ACQUIRE_REPLY,
         Property::BoundedLiveness,
         "after a lost reply the job fails; re-ask with the same owner token (the script \
          already answers it idempotently) before giving up",
     ),
     (
-        "redis-unavailable",
+        names::scenario::REDIS_UNAVAILABLE,
         Property::FailClosed,
         "the script SETs before it INCRs, and Redis does not roll back a script that errors \
          halfway: INCR the fence first, then SET",
     ),
     (
-        "failover-counter-regression",
+        names::scenario::FAILOVER_COUNTER_REGRESSION,
         Property::FenceUniqueness,
         "fences come from a Redis counter, which regresses across a failover: take them \
          from a durable counter in the database",

@@ -15,7 +15,6 @@ use redfence_sim::store::{SimStoreClient, SimStoreFences};
 use redfence_sim::world::{World as Sim, WorldBuilder};
 
 use crate::conn::RedisConn;
-use crate::history::FenceRecord;
 use crate::run::{WorldFactory, WorldSpec};
 use crate::world::{
     worker_name, Clock, Fault, RawStore, Trigger, Truth, WorkerEnv, WorkerJob, World, WorldError,
@@ -217,15 +216,8 @@ impl World for SimWorld {
             .store()
             .fence_log(resource)
             .into_iter()
-            .map(|entry| FenceRecord {
-                seq: entry.seq,
-                at_ms: u64::try_from(entry.at_ms).unwrap_or(0),
-                resource: entry.resource,
-                fence: entry.fence,
-                owner: entry.owner,
-                job_id: entry.job_id,
-                outcome: entry.outcome,
-            })
+            // The simulated store's clock starts with the run.
+            .map(|entry| entry.into_record(0))
             .collect();
         Ok(Truth {
             redis: Some(redis),

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use redfence_core::{
     AcquireOutcome, Attempt, FenceOutcome, FenceSourceKind, FencedStore, FencedWrite, JobId,
-    JobOutcome, JobWrite, Lease, LockConfig, OwnerToken, ResourceName, WriteOutcome,
+    JobOutcome, JobWrite, Lease, LockConfig, LockError, OwnerToken, ResourceName, WriteOutcome,
 };
 use redfence_sim::redis::OwnershipChange;
 use redfence_sim::workload;
@@ -119,7 +119,7 @@ fn slot<T>() -> Slot<T> {
 /// records the owner token and the result.
 fn spawn_connected_attempt(
     world: &mut redfence_sim::world::World,
-    seen: Slot<Result<Attempt, String>>,
+    seen: Slot<Result<Attempt, LockError>>,
     owner_seen: Slot<OwnerToken>,
 ) -> Result<(), WorldError> {
     world.spawn_worker(0, move |ctx| async move {
@@ -139,14 +139,14 @@ fn spawn_connected_attempt(
         let owner = lock.next_owner_token();
         *owner_seen.lock().unwrap() = Some(owner.clone());
         let r = lock.attempt(&resource(), &owner).await;
-        *seen.lock().unwrap() = Some(r.map_err(|e| e.to_string()));
+        *seen.lock().unwrap() = Some(r);
     })
 }
 
 #[test]
 fn dropped_reply_leaves_the_lock_on_the_server_and_the_client_unsure() -> Result<(), WorldError> {
     let mut world = WorldBuilder::new(1).workers(1).build()?;
-    let seen: Slot<Result<Attempt, String>> = slot();
+    let seen: Slot<Result<Attempt, LockError>> = slot();
     let owner_seen: Slot<OwnerToken> = slot();
     spawn_connected_attempt(&mut world, seen.clone(), owner_seen.clone())?;
     world.run_for(Duration::from_millis(50))?;
@@ -154,7 +154,7 @@ fn dropped_reply_leaves_the_lock_on_the_server_and_the_client_unsure() -> Result
     world.run_until_workers_done(Duration::from_secs(5))?;
     let result = seen.lock().unwrap().take().unwrap();
     assert!(
-        matches!(&result, Err(e) if e.contains("outcome unknown")),
+        matches!(&result, Err(LockError::Indeterminate { .. })),
         "the client saw a timeout, never 'acquired': {result:?}"
     );
     let owner = owner_seen.lock().unwrap().take().unwrap();
@@ -415,7 +415,7 @@ fn bad_world_settings_are_typed_errors() {
 #[test]
 fn a_heal_does_not_undo_a_reply_drop() -> Result<(), WorldError> {
     let mut world = WorldBuilder::new(7).workers(1).build()?;
-    let seen: Slot<Result<Attempt, String>> = slot();
+    let seen: Slot<Result<Attempt, LockError>> = slot();
     spawn_connected_attempt(&mut world, seen.clone(), slot())?;
     world.run_for(Duration::from_millis(50))?;
     world.drop_redis_replies(0)?;
@@ -424,7 +424,7 @@ fn a_heal_does_not_undo_a_reply_drop() -> Result<(), WorldError> {
     world.run_until_workers_done(Duration::from_secs(5))?;
     let seen = seen.lock().unwrap().take().unwrap();
     assert!(
-        matches!(&seen, Err(e) if e.contains("outcome unknown")),
+        matches!(&seen, Err(LockError::Indeterminate { .. })),
         "replies must still be dropped: {seen:?}"
     );
     assert!(
@@ -440,18 +440,18 @@ fn restart_after_failover_brings_back_a_primary() -> Result<(), WorldError> {
     world.run_for(Duration::from_millis(50))?;
     world.fail_over()?;
     world.restart_redis();
-    let seen: Slot<String> = slot();
+    let seen: Slot<Result<AcquireOutcome, LockError>> = slot();
     let s = seen.clone();
     world.spawn_worker(0, move |ctx| async move {
         let lock = ctx.lock_client(config());
         let r = lock.acquire(&resource()).await;
-        *s.lock().unwrap() = Some(format!("{r:?}"));
+        *s.lock().unwrap() = Some(r);
     })?;
     world.run_until_workers_done(Duration::from_secs(5))?;
     let seen = seen.lock().unwrap().take().unwrap();
     assert!(
-        seen.starts_with("Ok(Acquired"),
-        "the restarted host takes writes: {seen}"
+        matches!(seen, Ok(AcquireOutcome::Acquired(_))),
+        "the restarted host takes writes: {seen:?}"
     );
     assert!(world.replica()?.is_primary());
     Ok(())

@@ -8,6 +8,7 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use clap::builder::TypedValueParser;
 use clap::Args;
 use redfence_reports::{Deployment, FenceSourceKind, Format, Replication, Report};
 
@@ -24,7 +25,7 @@ pub struct OutArgs {
     pub format: Vec<Format>,
     /// The deployment's fence source, for the readiness checklist:
     /// redis-counter (the library default) or store (durable counter).
-    #[arg(long, value_name = "SOURCE", value_parser = fence_source)]
+    #[arg(long, value_name = "SOURCE", value_parser = fence_source())]
     pub fences: Option<FenceSourceKind>,
     /// The deployment's Redis replication, for the readiness checklist:
     /// async (a replica can be promoted; assumed) or none.
@@ -61,12 +62,11 @@ impl OutArgs {
     }
 }
 
-/// Parses `--fences`: one of [`FenceSourceKind`]'s names.
-fn fence_source(text: &str) -> Result<FenceSourceKind, String> {
-    FenceSourceKind::from_name(text).ok_or_else(|| {
-        let names: Vec<&str> = FenceSourceKind::ALL.iter().map(|k| k.name()).collect();
-        format!("expected one of: {}", names.join(", "))
-    })
+/// Parses `--fences`: one of [`FenceSourceKind`]'s names, listed in
+/// `--help` and in the error for anything else.
+fn fence_source() -> impl TypedValueParser<Value = FenceSourceKind> {
+    clap::builder::PossibleValuesParser::new(FenceSourceKind::ALL.map(FenceSourceKind::name))
+        .map(|name| FenceSourceKind::from_name(&name).expect("clap accepted one of the names"))
 }
 
 /// Arguments of `redfence report`.

@@ -73,7 +73,8 @@ pub(super) fn redelivery(
     stage.arm(0, at, Fault::CrashWorker(0))?;
     if !stage.run_until(super::STEP_MS_MAX, |s| s.world_done(0).unwrap_or(false))? {
         return Err(ScenarioError::Stuck(format!(
-            "w0 never reached {at:?} (it is {:?})",
+            "{} never reached {at:?} (it is {:?})",
+            crate::names::worker_name(0),
             stage.phase(0)
         )));
     }

@@ -14,8 +14,9 @@ use crate::names;
 use std::sync::LazyLock;
 
 use async_trait::async_trait;
+use redfence_core::scripts::parse_acquire_reply;
 use redfence_core::LockConfig;
-use redis::{Script, Value};
+use redis::Script;
 
 use super::patch::{Leaseless, Patch, Patched};
 use super::wire;
@@ -76,22 +77,15 @@ impl Patch<Leaseless> for Forever {
         let mut invocation = ACQUIRE.prepare_invoke();
         invocation.key(lock_key).key(fence_key).arg(owner);
         let reply = wire.invoke(&invocation).await?;
-        let status_fence = match &reply {
-            Value::Array(items) => match (items.first(), items.get(1)) {
-                (Some(Value::Int(0)), _) => Some(None),
-                (Some(Value::Int(1 | 2)), Some(fence)) => Some(Some(fence)),
-                _ => None,
+        // The variant answers in the reference script's shape, so the
+        // library's own parser reads it.
+        match parse_acquire_reply(&reply) {
+            Ok(answer) if !answer.held() => Ok(Acquire::Contended),
+            Ok(answer) => match answer.fence() {
+                Some(fence) => Ok(wire::acquired(resource, owner, fence.get())),
+                None => Err(wire::unexpected("acquire", &reply)),
             },
-            _ => None,
-        };
-        match status_fence {
-            Some(None) => Ok(Acquire::Contended),
-            Some(Some(fence)) => Ok(wire::acquired(
-                resource,
-                owner,
-                wire::fence("acquire", fence)?,
-            )),
-            None => Err(wire::unexpected("acquire", &reply)),
+            Err(_) => Err(wire::unexpected("acquire", &reply)),
         }
     }
 

@@ -12,7 +12,6 @@ use redfence_core::{
 };
 
 use crate::conn::RedisConn;
-use crate::history::FenceRecord;
 use crate::world::{
     worker_name, Clock, Fault, Trigger, Truth, WorkerEnv, WorkerJob, World, WorldError, WorldKind,
 };
@@ -267,15 +266,7 @@ impl RealWorld {
             .map_err(|e| WorldError::Failed(format!("reading the fence log: {e}")))?;
         let store = log
             .into_iter()
-            .map(|entry| FenceRecord {
-                seq: entry.seq,
-                at_ms: u64::try_from(entry.at_ms - self.started_wall_ms).unwrap_or(0),
-                resource: entry.resource,
-                fence: entry.fence,
-                owner: entry.owner,
-                job_id: entry.job_id,
-                outcome: entry.outcome,
-            })
+            .map(|entry| entry.into_record(self.started_wall_ms))
             .collect();
         Ok(Truth {
             // Redis keeps no ownership log.
