@@ -2,10 +2,14 @@
 //! redis-server (7.0.15 here), reply for reply, byte for byte.
 //!
 //! proptest generates sequences of the supported commands over a small key
-//! space (lock and fence keys, a list for WRONGTYPE, expiry options, bad
-//! arguments, unknown commands, wrong arities) and of scripts: the three
+//! space (lock and fence keys, a list and a hash for WRONGTYPE, expiry
+//! options relative and absolute, counters, hashes, list pops, BLPOP with
+//! short timeouts, MULTI/EXEC/DISCARD/WATCH/UNWATCH, SUBSCRIBE /
+//! UNSUBSCRIBE / PUBLISH, bad arguments, unknown commands, wrong arities)
+//! and of scripts: the three
 //! core Lua scripts plus scripts exercising every conversion rule and error
-//! path. Each sequence runs on both servers from the same empty state (db 9
+//! path. Each sequence runs on both servers from the same empty state (fresh
+//! connections, so no transaction, watch or subscription carries over; db 9
 //! flushed, script cache flushed) over one connection each, and every reply
 //! must be identical; PTTL/TTL may differ by the time between the two calls.
 //! On a mismatch proptest shrinks to a minimal sequence and prints it with
@@ -23,7 +27,15 @@
 //! Left out on purpose (known, documented deviations): `CLIENT SETINFO`
 //! (7.0.15 does not know it), `error({})` (crashes 7.0.15), unseeded
 //! `math.random` (its state is global to the real server process),
-//! REPLICAOF/ROLE/WAIT with replicas, EXAT/PXAT, cjson/bit/cmsgpack.
+//! REPLICAOF/ROLE/WAIT with replicas, cjson/bit/cmsgpack; BLPOP with
+//! timeout 0 or one that rounds to 0 ms (blocks for good on an empty list:
+//! this one connection would hang); SUBSCRIBE / UNSUBSCRIBE of more than one
+//! channel (an argument-less UNSUBSCRIBE lists channels in the real
+//! server's dict order, and several channels inside EXEC write more frames
+//! than EXEC's array counts), and delivery of messages, which needs a
+//! second connection (`sim/tests/redis_turmoil.rs` covers it). Absolute
+//! expiry times are either long past or far in the future, so both servers
+//! agree whatever their clocks say.
 
 use std::cell::RefCell;
 use std::time::Duration;
@@ -110,7 +122,43 @@ fn real_addr() -> String {
 // ----- generators -------------------------------------------------------
 
 fn key() -> impl Strategy<Value = String> {
-    prop::sample::select(vec!["lock:{a}", "lock:{b}", "fence:{a}", "k", "l"]).prop_map(String::from)
+    prop::sample::select(vec!["lock:{a}", "lock:{b}", "fence:{a}", "k", "l", "h"])
+        .prop_map(String::from)
+}
+
+/// Hash fields: owners of a reentrant lock, and one more.
+fn field() -> impl Strategy<Value = String> {
+    prop::sample::select(vec!["w1", "w2", "f"]).prop_map(String::from)
+}
+
+/// The one channel sequences subscribe to (see the module doc), and one
+/// nobody subscribes to.
+const CHANNEL: &str = "redfence-diff:unlock";
+const NO_CHANNEL: &str = "redfence-diff:other";
+
+/// Absolute (Unix) expire times: long past, far future, or malformed.
+fn absolute() -> impl Strategy<Value = String> {
+    prop::sample::select(vec![
+        "1",
+        "1000",
+        "0",
+        "-1",
+        "x",
+        "99999999999",
+        "99999999999999",
+        "9223372036854775",
+        "9223372036854776",
+        "9223372036854775807",
+    ])
+    .prop_map(String::from)
+}
+
+/// BLPOP timeouts: short ones that lapse on both servers alike, and bad
+/// ones (never 0 or below a millisecond: an empty list would block for
+/// good).
+fn block_timeout() -> impl Strategy<Value = String> {
+    prop::sample::select(vec!["0.01", "0.02", "-1", "x", "nan", "inf", "-0.5", ""])
+        .prop_map(String::from)
 }
 
 fn value() -> impl Strategy<Value = String> {
@@ -162,6 +210,12 @@ fn set_option() -> impl Strategy<Value = Vec<String>> {
         .prop_map(|o| vec![o.to_string()]),
         (prop::sample::select(vec!["EX", "PX", "ex", "Px"]), amount())
             .prop_map(|(o, n)| vec![o.to_string(), n]),
+        (
+            prop::sample::select(vec!["EXAT", "PXAT", "pxat"]),
+            absolute()
+        )
+            .prop_map(|(o, n)| vec![o.to_string(), n]),
+        prop::sample::select(vec!["EXAT", "PXAT"]).prop_map(|o| vec![o.to_string()]),
     ]
 }
 
@@ -209,6 +263,26 @@ const SCRIPTS: &[&str] = &[
     "return redis.call('SET', KEYS[1], ARGV[1])",
     "return redis.call('EXISTS', KEYS[1], KEYS[2])",
     "return redis.call('LPUSH', KEYS[1], 'x')",
+    "return redis.call('RPUSH', KEYS[1], 'y')",
+    "return redis.call('LPOP', KEYS[1])",
+    "return redis.call('BLPOP', KEYS[1], 1)",
+    "return redis.call('HSET', KEYS[1], 'w1', ARGV[1] or '1')",
+    "return redis.call('HINCRBY', KEYS[1], 'w1', 1)",
+    "return redis.pcall('HINCRBY', KEYS[1], 'w1', ARGV[1] or '1')",
+    "return redis.call('HGETALL', KEYS[1])",
+    "return redis.call('HDEL', KEYS[1], 'w1')",
+    "return redis.call('HEXISTS', KEYS[1], 'w1')",
+    "return redis.call('TYPE', KEYS[1])",
+    "return redis.call('INCRBY', KEYS[1], 10)",
+    "return redis.pcall('DECRBY', KEYS[1], ARGV[1] or '1')",
+    "return redis.call('GETDEL', KEYS[1])",
+    "return redis.call('PEXPIREAT', KEYS[1], 1)",
+    "return redis.call('SET', KEYS[1], 'v', 'PXAT', '99999999999999', 'GET')",
+    "return redis.call('MULTI')",
+    "return redis.call('EXEC')",
+    "return redis.call('WATCH', KEYS[1])",
+    "return redis.call('SUBSCRIBE', 'x')",
+    "return redis.call('PUBLISH', 'redfence-diff:other', 'x')",
     "return redis.call('ping')",
     "return redis.call('ping')['ok']",
     "return type(redis.call('get', KEYS[1]))",
@@ -384,11 +458,66 @@ fn command() -> impl Strategy<Value = Cmd> {
                 s(out)
             }),
         2 => (prop::sample::select(vec!["TTL", "PTTL"]), key()).prop_map(|(cmd, k)| c(&[cmd, &k])),
-        1 => (key(), prop::collection::vec(value(), 1..3)).prop_map(move |(k, vs)| {
-            let mut out = vec!["LPUSH".to_string(), k];
+        1 => (prop::sample::select(vec!["LPUSH", "RPUSH"]), key(), prop::collection::vec(value(), 1..3)).prop_map(move |(cmd, k, vs)| {
+            let mut out = vec![cmd.to_string(), k];
             out.extend(vs);
             s(out)
         }),
+        1 => (key(), prop::option::of(prop::sample::select(vec!["0", "1", "2", "-1", "x"]))).prop_map(|(k, n)| {
+            let mut out = vec!["LPOP", &k];
+            out.extend(n);
+            c(&out)
+        }),
+        1 => (prop::collection::vec(key(), 1..3), block_timeout()).prop_map(move |(ks, t)| {
+            let mut out = vec!["BLPOP".to_string()];
+            out.extend(ks);
+            out.push(t);
+            s(out)
+        }),
+        1 => (prop::sample::select(vec!["INCRBY", "DECRBY"]), key(), value()).prop_map(|(cmd, k, n)| c(&[cmd, &k, &n])),
+        1 => (prop::sample::select(vec!["DECR", "GETDEL", "TYPE"]), key()).prop_map(|(cmd, k)| c(&[cmd, &k])),
+        1 => (key(), absolute(), prop::collection::vec(expire_option(), 0..2))
+            .prop_map(move |(k, n, opts)| {
+                let mut out = vec!["PEXPIREAT".to_string(), k, n];
+                out.extend(opts);
+                s(out)
+            }),
+        2 => (key(), prop::collection::vec((field(), value()), 1..3)).prop_map(move |(k, pairs)| {
+            let mut out = vec!["HSET".to_string(), k];
+            out.extend(pairs.into_iter().flat_map(|(f, v)| [f, v]));
+            s(out)
+        }),
+        1 => (key(), field(), value()).prop_map(|(k, f, n)| c(&["HINCRBY", &k, &f, &n])),
+        1 => (prop::sample::select(vec!["HGET", "HEXISTS"]), key(), field()).prop_map(|(cmd, k, f)| c(&[cmd, &k, &f])),
+        1 => key().prop_map(|k| c(&["HGETALL", &k])),
+        1 => (key(), prop::collection::vec(field(), 1..3)).prop_map(move |(k, fs)| {
+            let mut out = vec!["HDEL".to_string(), k];
+            out.extend(fs);
+            s(out)
+        }),
+        3 => prop::sample::select(vec![
+            c(&["MULTI"]),
+            c(&["MULTI"]),
+            c(&["EXEC"]),
+            c(&["EXEC"]),
+            c(&["DISCARD"]),
+            c(&["UNWATCH"]),
+            c(&["MULTI", "x"]),
+            c(&["EXEC", "x"]),
+            c(&["WATCH"]),
+        ]),
+        1 => prop::collection::vec(key(), 1..3).prop_map(move |ks| {
+            s(std::iter::once("WATCH".to_string()).chain(ks).collect())
+        }),
+        1 => prop::sample::select(vec![
+            c(&["SUBSCRIBE", CHANNEL]),
+            c(&["UNSUBSCRIBE"]),
+            c(&["UNSUBSCRIBE", CHANNEL]),
+            c(&["UNSUBSCRIBE", NO_CHANNEL]),
+            c(&["PUBLISH", CHANNEL, "w1"]),
+            c(&["PUBLISH", CHANNEL]),
+            c(&["SUBSCRIBE"]),
+        ]),
         5 => (script_body(), script_args()).prop_map(move |(body, args)| {
             let mut out = vec!["EVAL".to_string(), body];
             out.extend(args);
@@ -446,6 +575,15 @@ fn command() -> impl Strategy<Value = Cmd> {
             c(&["EXPIRE", "k"]),
             c(&["TTL"]),
             c(&["PSETEX", "k", "100"]),
+            c(&["HSET", "h", "f"]),
+            c(&["HGET", "h"]),
+            c(&["HDEL", "h"]),
+            c(&["LPOP", "l", "1", "2"]),
+            c(&["BLPOP", "l"]),
+            c(&["GETDEL"]),
+            c(&["INCRBY", "k"]),
+            c(&["DECRBY", "k", "-9223372036854775808"]),
+            c(&["PEXPIREAT", "k"]),
         ]),
     ]
 }
@@ -485,12 +623,17 @@ fn same(cmd: &Cmd, real: &Frame, sim: &Frame) -> bool {
 }
 
 struct Pair {
+    real_addr: String,
+    sim_addr: String,
     real: Raw,
     sim: Raw,
 }
 
 impl Pair {
     async fn reset(&mut self) {
+        // Fresh connections: no transaction, watch or subscription left.
+        self.real = Raw::connect(&self.real_addr).await;
+        self.sim = Raw::connect(&self.sim_addr).await;
         for cmd in [c(&["SELECT", DB]), c(&["FLUSHDB"]), c(&["SCRIPT", "FLUSH"])] {
             let real = self.real.call(&cmd).await;
             let sim = self.sim.call(&cmd).await;
@@ -547,6 +690,8 @@ fn simulated_redis_answers_like_the_real_one() {
         Pair {
             real: Raw::connect(&real_addr).await,
             sim: Raw::connect(&sim_addr).await,
+            real_addr: real_addr.clone(),
+            sim_addr,
         }
     });
     // First the fixed probes checked by hand against redis-server 7.0.15

@@ -3,7 +3,11 @@
 //! NOSCRIPT → SCRIPT LOAD → EVALSHA path, lease expiry on the simulated
 //! clock (with the ownership log's `Expired` at the deadline), replication
 //! that lags behind a held link and a failover that loses an INCR, crash →
-//! `Lost`, and same seed → identical behaviour.
+//! `Lost`, and same seed → identical behaviour. And the commands lock
+//! libraries send beyond redfence's own: BLPOP woken by a push and timing
+//! out on the simulated clock, PUBLISH reaching a subscriber, MULTI/EXEC
+//! with WATCH across two clients, and a hash and a transaction replicating
+//! to a replica.
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -11,6 +15,7 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use redfence_core::scripts::{ACQUIRE_LUA, RELEASE_LUA, RENEW_LUA};
 use redfence_core::{AcquireOutcome, LockClient, LockConfig, Renewal, ResourceName};
+use redfence_sim::redis::frame::{parse_frame, Frame};
 use redfence_sim::redis::{
     serve_turmoil, OwnershipChange, OwnershipLog, RedisConfig, RedisHandle, REDIS_PORT,
 };
@@ -284,6 +289,259 @@ fn replication_lags_behind_a_held_link_and_failover_loses_the_increment() {
         Ok(())
     });
     sim.run().unwrap();
+}
+
+/// A bare RESP connection (redis-rs cannot show a subscriber's pushes or
+/// a BLPOP that blocks while another client runs).
+struct RawConn {
+    stream: turmoil::net::TcpStream,
+    buf: Vec<u8>,
+}
+
+impl RawConn {
+    async fn connect(host: &str) -> RawConn {
+        let stream = turmoil::net::TcpStream::connect((host, REDIS_PORT))
+            .await
+            .expect("connect");
+        RawConn {
+            stream,
+            buf: Vec::new(),
+        }
+    }
+
+    async fn send(&mut self, args: &[&str]) {
+        use tokio::io::AsyncWriteExt;
+        self.stream
+            .write_all(&Frame::request(args.iter().copied()))
+            .await
+            .expect("write");
+    }
+
+    async fn next(&mut self) -> Frame {
+        use tokio::io::AsyncReadExt;
+        loop {
+            if let Some((frame, used)) = parse_frame(&self.buf).expect("well-formed") {
+                self.buf.drain(..used);
+                return frame;
+            }
+            let mut chunk = [0u8; 4096];
+            let n = self.stream.read(&mut chunk).await.expect("read");
+            assert!(n > 0, "server closed the connection");
+            self.buf.extend_from_slice(&chunk[..n]);
+        }
+    }
+
+    async fn call(&mut self, args: &[&str]) -> Frame {
+        self.send(args).await;
+        self.next().await
+    }
+}
+
+fn arr(items: &[&str]) -> Frame {
+    Frame::Array(items.iter().map(|i| Frame::bulk(*i)).collect())
+}
+
+#[test]
+fn blpop_is_woken_by_a_push_and_times_out_on_the_simulated_clock() {
+    let mut sim = sim(4);
+    let log = OwnershipLog::default();
+    add_redis(&mut sim, RedisConfig::new("redis"), &log);
+    let woken_at_ms = Rc::new(RefCell::new(Vec::new()));
+    let w = woken_at_ms.clone();
+    sim.client("waiter", async move {
+        let mut conn = RawConn::connect("redis").await;
+        let start = tokio::time::Instant::now();
+        // Blocks on two keys; the push to the second one wakes it.
+        let reply = conn.call(&["BLPOP", "unlock:{a}", "unlock:{b}", "5"]).await;
+        assert_eq!(reply, arr(&["unlock:{b}", "token"]));
+        w.borrow_mut().push(start.elapsed().as_millis());
+        // Nothing left: a 0.5 s BLPOP answers a nil array after 500 ms.
+        let start = tokio::time::Instant::now();
+        let reply = conn.call(&["BLPOP", "unlock:{b}", "0.5"]).await;
+        assert_eq!(reply, Frame::NullArray);
+        w.borrow_mut().push(start.elapsed().as_millis());
+        // The connection serves requests again afterwards.
+        assert_eq!(conn.call(&["PING"]).await, Frame::simple("PONG"));
+        Ok(())
+    });
+    sim.client("releaser", async move {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let mut conn = RawConn::connect("redis").await;
+        assert_eq!(
+            conn.call(&["RPUSH", "unlock:{b}", "token"]).await,
+            Frame::Integer(1)
+        );
+        // The waiter popped it before this client's next command ran.
+        assert_eq!(
+            conn.call(&["EXISTS", "unlock:{b}"]).await,
+            Frame::Integer(0)
+        );
+        Ok(())
+    });
+    sim.run().unwrap();
+    let woken = woken_at_ms.borrow();
+    // Woken by the push at ~100 ms (plus link latency), not at 5 s.
+    assert!((100..110).contains(&woken[0]), "{woken:?}");
+    assert!((500..510).contains(&woken[1]), "{woken:?}");
+}
+
+#[test]
+fn a_subscriber_receives_what_is_published_in_order() {
+    let mut sim = sim(5);
+    let log = OwnershipLog::default();
+    add_redis(&mut sim, RedisConfig::new("redis"), &log);
+    sim.client("subscriber", async move {
+        let mut conn = RawConn::connect("redis").await;
+        conn.send(&["SUBSCRIBE", "unlocked:{r}", "other"]).await;
+        let subscribed = Frame::Array(vec![
+            Frame::bulk("subscribe"),
+            Frame::bulk("unlocked:{r}"),
+            Frame::Integer(1),
+        ]);
+        assert_eq!(conn.next().await, subscribed);
+        assert_eq!(
+            conn.next().await,
+            Frame::Array(vec![
+                Frame::bulk("subscribe"),
+                Frame::bulk("other"),
+                Frame::Integer(2)
+            ])
+        );
+        // Pushed while idle, in publishing order.
+        assert_eq!(conn.next().await, arr(&["message", "unlocked:{r}", "w1"]));
+        assert_eq!(conn.next().await, arr(&["message", "unlocked:{r}", "w2"]));
+        // Subscribed mode refuses ordinary commands, PING answers a push.
+        assert_eq!(
+            conn.call(&["GET", "k"]).await,
+            Frame::error("ERR Can't execute 'get': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context")
+        );
+        assert_eq!(conn.call(&["PING"]).await, arr(&["pong", ""]));
+        conn.send(&["UNSUBSCRIBE"]).await;
+        assert_eq!(
+            conn.next().await,
+            Frame::Array(vec![
+                Frame::bulk("unsubscribe"),
+                Frame::bulk("other"),
+                Frame::Integer(1)
+            ])
+        );
+        assert_eq!(
+            conn.next().await,
+            Frame::Array(vec![
+                Frame::bulk("unsubscribe"),
+                Frame::bulk("unlocked:{r}"),
+                Frame::Integer(0)
+            ])
+        );
+        assert_eq!(conn.call(&["GET", "k"]).await, Frame::Null);
+        Ok(())
+    });
+    sim.client("publisher", async move {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let mut conn = RawConn::connect("redis").await;
+        assert_eq!(
+            conn.call(&["PUBLISH", "unlocked:{r}", "w1"]).await,
+            Frame::Integer(1)
+        );
+        assert_eq!(
+            conn.call(&[
+                "EVAL",
+                "return redis.call('publish', KEYS[1], 'w2')",
+                "1",
+                "unlocked:{r}"
+            ])
+            .await,
+            Frame::Integer(1),
+            "scripts may publish"
+        );
+        assert_eq!(
+            conn.call(&["PUBLISH", "nobody", "x"]).await,
+            Frame::Integer(0)
+        );
+        Ok(())
+    });
+    sim.run().unwrap();
+}
+
+#[test]
+fn watch_aborts_exec_after_another_clients_write_and_a_transaction_replicates_whole() {
+    let mut sim = sim(6);
+    let log = OwnershipLog::default();
+    let primary = add_redis(&mut sim, RedisConfig::new("redis"), &log);
+    let replica = add_redis(
+        &mut sim,
+        RedisConfig::new("replica").replica_of("redis", REDIS_PORT),
+        &log,
+    );
+    let (p, r) = (primary.clone(), replica.clone());
+    sim.client("worker", async move {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let mut a = RawConn::connect("redis").await;
+        let mut b = RawConn::connect("redis").await;
+        // Optimistic lock: WATCH, read, MULTI; b writes; EXEC fails.
+        assert_eq!(a.call(&["WATCH", "lock:{r}"]).await, Frame::ok());
+        assert_eq!(a.call(&["GET", "lock:{r}"]).await, Frame::Null);
+        assert_eq!(a.call(&["MULTI"]).await, Frame::ok());
+        assert_eq!(
+            a.call(&["SET", "lock:{r}", "w1"]).await,
+            Frame::simple("QUEUED")
+        );
+        assert_eq!(
+            b.call(&["SET", "lock:{r}", "w2", "PX", "60000"]).await,
+            Frame::ok()
+        );
+        assert_eq!(a.call(&["EXEC"]).await, Frame::NullArray);
+        assert_eq!(a.call(&["GET", "lock:{r}"]).await, Frame::bulk("w2"));
+        // Unwatched now: a reentrant hash lock and a fence, in one EXEC.
+        assert_eq!(a.call(&["MULTI"]).await, Frame::ok());
+        for cmd in [
+            &["HSET", "rlock:{r}", "w1", "1"][..],
+            &["HINCRBY", "rlock:{r}", "w1", "1"],
+            &["PEXPIREAT", "rlock:{r}", "99999999999999"],
+            &["INCRBY", "fence:{r}", "5"],
+            &["GETDEL", "lock:{r}"],
+        ] {
+            assert_eq!(a.call(cmd).await, Frame::simple("QUEUED"));
+        }
+        assert_eq!(
+            a.call(&["EXEC"]).await,
+            Frame::Array(vec![
+                Frame::Integer(1),
+                Frame::Integer(2),
+                Frame::Integer(1),
+                Frame::Integer(5),
+                Frame::bulk("w2"),
+            ])
+        );
+        let acked = a.call(&["WAIT", "1", "1000"]).await;
+        assert_eq!(acked, Frame::Integer(1));
+        assert_eq!(r.replication_offset(), p.replication_offset());
+        let mut rc = RawConn::connect("replica").await;
+        assert_eq!(rc.call(&["HGETALL", "rlock:{r}"]).await, arr(&["w1", "2"]));
+        assert_eq!(rc.call(&["TYPE", "rlock:{r}"]).await, Frame::simple("hash"));
+        assert_eq!(rc.call(&["GET", "fence:{r}"]).await, Frame::bulk("5"));
+        assert_eq!(rc.call(&["EXISTS", "lock:{r}"]).await, Frame::Integer(0));
+        Ok(())
+    });
+    sim.run().unwrap();
+    // The ownership log saw w2 take the lock and GETDEL delete it, on both
+    // servers; the queued SET of w1 never ran.
+    let changes: Vec<(String, OwnershipChange)> = log
+        .events()
+        .into_iter()
+        .map(|e| (e.server, e.change))
+        .collect();
+    let set = OwnershipChange::Set { owner: "w2".into() };
+    let deleted = OwnershipChange::Deleted { owner: "w2".into() };
+    assert_eq!(
+        changes,
+        vec![
+            ("redis".to_string(), set.clone()),
+            ("replica".to_string(), set),
+            ("redis".to_string(), deleted.clone()),
+            ("replica".to_string(), deleted),
+        ]
+    );
 }
 
 #[test]

@@ -6,9 +6,13 @@
 //! differential test) it is tokio's `Instant` since the server started. Unit
 //! tests drive a manual clock.
 //!
-//! Redis checks expire-time overflow against Unix milliseconds; to give the
-//! same `invalid expire time` answers near `i64::MAX`, commands add
-//! [`WALL_CLOCK_BASE_MS`] (a fixed, notional Unix time) before those checks.
+//! Redis checks expire-time overflow against Unix milliseconds, and
+//! PEXPIREAT / SET EXAT|PXAT take absolute Unix times. Commands convert with
+//! [`Clock::unix_base_ms`]: in the simulation (and unit tests) that is
+//! [`WALL_CLOCK_BASE_MS`], a fixed, notional Unix time, so a seed replays
+//! exactly; a server on a real listener (the differential test) reads the
+//! wall clock once at start instead, because it is compared with a real
+//! redis-server that answers absolute times against real Unix time.
 
 use std::cell::Cell;
 use std::rc::Rc;
@@ -30,6 +34,8 @@ pub(crate) enum Clock {
     Tokio {
         /// When the server started.
         start: tokio::time::Instant,
+        /// Unix milliseconds at `start` (never used under turmoil).
+        unix_at_start_ms: i64,
     },
     /// Set by hand (unit tests).
     #[cfg_attr(not(test), allow(dead_code))]
@@ -46,8 +52,26 @@ impl Clock {
     }
 
     pub(crate) fn tokio() -> Self {
+        // The one wall-clock read of the simulated Redis, for a server on a
+        // real listener only (see the module doc).
+        let unix_at_start_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .ok()
+            .and_then(|d| i64::try_from(d.as_millis()).ok())
+            .unwrap_or(WALL_CLOCK_BASE_MS);
         Clock::Tokio {
             start: tokio::time::Instant::now(),
+            unix_at_start_ms,
+        }
+    }
+
+    /// Unix milliseconds of timeline 0 (see the module doc).
+    pub(crate) fn unix_base_ms(&self) -> i64 {
+        match self {
+            Clock::Tokio {
+                unix_at_start_ms, ..
+            } => *unix_at_start_ms,
+            Clock::Turmoil { .. } | Clock::Manual(_) => WALL_CLOCK_BASE_MS,
         }
     }
 
@@ -65,7 +89,7 @@ impl Clock {
                 }
                 None => last_seen_ms.get(),
             },
-            Clock::Tokio { start } => {
+            Clock::Tokio { start, .. } => {
                 u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX)
             }
             Clock::Manual(now_ms) => now_ms.get(),
@@ -77,7 +101,7 @@ impl Clock {
     pub(crate) fn last_seen_ms(&self) -> u64 {
         match self {
             Clock::Turmoil { last_seen_ms } => last_seen_ms.get(),
-            Clock::Tokio { start } => {
+            Clock::Tokio { start, .. } => {
                 u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX)
             }
             Clock::Manual(now_ms) => now_ms.get(),

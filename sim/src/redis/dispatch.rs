@@ -1,6 +1,8 @@
 //! Command dispatch: Redis's pre-execution checks (unknown command, arity,
-//! "not allowed from script", OOM, READONLY on a replica), then the command
-//! group's handler, for client connections and for `redis.call` inside
+//! "not allowed from script", OOM, READONLY on a replica, RESP2 subscribed
+//! mode), queueing inside MULTI (a refused command aborts the transaction),
+//! then the command group's handler, and after it serving clients blocked
+//! in BLPOP, for client connections and for `redis.call` inside
 //! scripts — both entry points side by side, so their order stays Redis's
 //! `processCommand` / `scriptCall` order and only the wording differs.
 //!
@@ -25,13 +27,27 @@ impl Server {
             log.record(now_ms, &self.config.name, &client.addr, args);
         }
         let outcome = match self.check(args, Caller::Client) {
-            Err(reply) => Outcome::Reply(reply),
+            Err(reply) => Outcome::Reply(self.refuse(client, &args[0], reply)),
+            Ok(command)
+                if !client.channels.is_empty()
+                    && !matches!(command.name, "ping" | "subscribe" | "unsubscribe") =>
+            {
+                let reply = Frame::error(format!(
+                    "ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
+                    cmd::full_name(command, args)
+                ));
+                Outcome::Reply(self.refuse(client, &args[0], reply))
+            }
+            Ok(command) if !cmd::runs_inside_multi(command.name) && client.multi.is_some() => {
+                Outcome::Reply(client.multi.as_mut().map_or(Frame::Null, |m| m.queue(args)))
+            }
             Ok(command) => {
                 let mut exec = Exec {
                     server: self,
                     db: client.db,
                     client: Some(client),
                     now_ms,
+                    deny_blocking: false,
                 };
                 let outcome = (command.handler)(&mut exec, args);
                 let db = exec.db;
@@ -39,8 +55,35 @@ impl Server {
                 outcome
             }
         };
+        // Blocked clients are served after the command that pushed, before
+        // any other command runs; their pops join its replication batch.
+        if self.lists_pushed.replace(false) && !self.blocked.borrow().is_empty() {
+            cmd::serve_blocked(self, now_ms);
+        }
         self.flush_effects();
         outcome
+    }
+
+    /// A client's command was refused before running (Redis's
+    /// `rejectCommand`): an open transaction is marked to abort, and a
+    /// refused EXEC discards it at once, wrapping the reason in EXECABORT.
+    fn refuse(&self, client: &mut Client, name: &[u8], reply: Frame) -> Frame {
+        client.flag_transaction();
+        if !name.eq_ignore_ascii_case(b"exec") {
+            return reply;
+        }
+        client.multi = None;
+        self.keyspace
+            .borrow_mut()
+            .unwatch_all(client.id, &client.watched);
+        client.watched.clear();
+        let Frame::Error(text) = reply else {
+            return reply;
+        };
+        let reason = text.strip_prefix(b"ERR ").unwrap_or(&text);
+        let mut wrapped = b"EXECABORT Transaction discarded because of: ".to_vec();
+        wrapped.extend_from_slice(reason);
+        Frame::error(wrapped)
     }
 
     /// Runs one command from `redis.call` inside a script (db and time are
@@ -60,6 +103,7 @@ impl Server {
             db: *db,
             client: None,
             now_ms,
+            deny_blocking: true,
         };
         let outcome = (command.handler)(&mut exec, args);
         *db = exec.db;
@@ -96,6 +140,7 @@ impl Server {
                 }
             });
         }
+        cmd::check_subcommand(command, args, caller == Caller::Script)?;
         if caller == Caller::Script && command.flags.contains(Flags::NOSCRIPT) {
             return Err(Frame::error(
                 "ERR This Redis command is not allowed from script",

@@ -30,9 +30,29 @@ pub(crate) struct Exec<'a> {
     pub client: Option<&'a mut Client>,
     /// Time of the command (fixed for a whole script, as in Redis).
     pub now_ms: u64,
+    /// Inside a script or EXEC: a blocking command must answer at once
+    /// (Redis's `CLIENT_DENY_BLOCKING`), e.g. BLPOP with a nil, WAIT with
+    /// the current count.
+    pub deny_blocking: bool,
 }
 
 impl Exec<'_> {
+    /// Unix milliseconds now, as Redis's `mstime()` (see `clock.rs`).
+    pub fn unix_now_ms(&self) -> i64 {
+        self.server.clock.unix_base_ms() + self.now_ms as i64
+    }
+
+    /// Unix milliseconds of a deadline on the timeline.
+    pub fn unix_ms_of(&self, deadline_ms: u64) -> i64 {
+        self.server.clock.unix_base_ms() + deadline_ms as i64
+    }
+
+    /// The timeline deadline of a Unix time; `None` when it lies before
+    /// timeline 0 (so certainly in the past).
+    pub fn deadline_of_unix(&self, unix_ms: i64) -> Option<u64> {
+        u64::try_from(unix_ms.checked_sub(self.server.clock.unix_base_ms())?).ok()
+    }
+
     /// The keyspace, borrowed for the duration of one handler step.
     pub fn keyspace(&self) -> std::cell::RefMut<'_, Keyspace> {
         self.server.keyspace.borrow_mut()

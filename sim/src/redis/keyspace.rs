@@ -8,6 +8,13 @@
 //! all of that in one place (`put` / `remove`) makes it impossible for a
 //! command to forget one of them.
 //!
+//! It also keeps the WATCH registry (which client watches which key): a
+//! watched key is "touched" exactly where an entry changes (`put_quiet`,
+//! `remove_quiet`, `flush_quiet`), so a command, an expiry, a replicated
+//! effect or a FLUSH all dirty a transaction the way Redis 7.0's
+//! `touchWatchedKey` / `touchAllWatchedKeysInDb` do, and no handler can
+//! forget to.
+//!
 //! Determinism: keys live in `BTreeMap`s and deadlines in a `BTreeSet`, so
 //! every scan (active expiry, crash, snapshot) runs in one fixed order. A key
 //! is expired when `now_ms > deadline_ms`, exactly Redis's `keyIsExpired`.
@@ -25,16 +32,35 @@ pub(crate) const DB_COUNT: usize = 16;
 pub(crate) const KEYS_MAX: usize = 1_000_000;
 /// Most elements in one list.
 pub(crate) const LIST_LEN_MAX: usize = 1_000_000;
+/// Most fields in one hash. Hashes keep insertion order, which is Redis's
+/// order only while it stores a hash as a listpack (at most 128 fields by
+/// default); bigger hashes are hash tables there, in no order we could
+/// reproduce. Lookups are linear, so the bound also bounds their cost.
+pub(crate) const HASH_FIELDS_MAX: usize = 65_536;
 /// Most keys one active expiry cycle removes; the rest wait for the next
 /// cycle (Redis bounds its cycle by time for the same reason).
 pub(crate) const ACTIVE_EXPIRE_KEYS_MAX: usize = 10_000;
 
-/// A value: the two types the simulation needs (lists only exist so that
-/// WRONGTYPE paths can be exercised).
+/// A value: the types lock libraries use — strings (leases, fences),
+/// lists (unlock signalling with BLPOP) and hashes (reentrant locks:
+/// owner → hold count).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Value {
     Str(Vec<u8>),
     List(VecDeque<Vec<u8>>),
+    /// (field, value) pairs in insertion order (see [`HASH_FIELDS_MAX`]).
+    Hash(Vec<(Vec<u8>, Vec<u8>)>),
+}
+
+impl Value {
+    /// The name TYPE answers.
+    pub(crate) fn type_name(&self) -> &'static str {
+        match self {
+            Value::Str(_) => "string",
+            Value::List(_) => "list",
+            Value::Hash(_) => "hash",
+        }
+    }
 }
 
 /// A key's value and deadline (timeline ms).
@@ -53,7 +79,7 @@ impl Entry {
     fn holder(&self) -> Option<&[u8]> {
         match &self.value {
             Value::Str(s) => Some(s),
-            Value::List(_) => None,
+            Value::List(_) | Value::Hash(_) => None,
         }
     }
 }
@@ -119,10 +145,21 @@ fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
+/// Most keys one client may WATCH at once (Redis has no such bound; a
+/// runaway client gets an error instead of growing the registry).
+pub(crate) const WATCHED_KEYS_MAX: usize = 10_000;
+
 /// All databases of one server instance.
 pub(crate) struct Keyspace {
     dbs: Vec<Db>,
     recorder: Recorder,
+    /// (db, key) → client id → whether the key was already (logically)
+    /// expired, but not yet deleted, when the client watched it (Redis 7.0's
+    /// `watchedKey.expired`: deleting such a key is no logical change).
+    watched: BTreeMap<(usize, Vec<u8>), BTreeMap<u64, bool>>,
+    /// Clients whose watched keys were touched since they watched them
+    /// (`CLIENT_DIRTY_CAS`).
+    dirty: BTreeSet<u64>,
     /// Effects not yet handed to replication.
     pending: Vec<Effect>,
     /// Primaries delete expired keys when they notice them; replicas wait
@@ -140,6 +177,8 @@ impl Keyspace {
                 server: server.to_string(),
                 prefix: lock_key_prefix.as_bytes().to_vec(),
             },
+            watched: BTreeMap::new(),
+            dirty: BTreeSet::new(),
             pending: Vec::new(),
             expire_keys: true,
             keys_total: 0,
@@ -232,6 +271,7 @@ impl Keyspace {
         if let Some(change) = change {
             self.recorder.record(key, now_ms, change);
         }
+        self.touch(db, key);
     }
 
     /// Deletes `key` because a command said so. Returns whether it existed
@@ -264,6 +304,8 @@ impl Keyspace {
         let Some(old) = d.entries.remove(key) else {
             return;
         };
+        self.touch(db, key);
+        let d = &mut self.dbs[db];
         if let Some(deadline) = old.expires_at_ms {
             let removed = d.by_deadline.remove(&(deadline, key.to_vec()));
             debug_assert!(removed, "deadline index out of step");
@@ -314,6 +356,10 @@ impl Keyspace {
             None => 0..DB_COUNT,
         };
         for db in range {
+            // Watchers are touched once for the whole database, not per key
+            // (a key watched already expired is no change when flushed).
+            self.touch_db(db);
+            let watched = std::mem::take(&mut self.watched);
             let keys: Vec<Vec<u8>> = self.dbs[db].entries.keys().cloned().collect();
             for key in keys {
                 let why = match self.dbs[db].entries.get(&key) {
@@ -324,6 +370,7 @@ impl Keyspace {
                 };
                 self.remove_quiet(db, &key, now_ms, why);
             }
+            self.watched = watched;
             debug_assert!(self.dbs[db].by_deadline.is_empty());
         }
     }
@@ -351,6 +398,97 @@ impl Keyspace {
         }
         self.keys_total = 0;
         self.pending.clear();
+    }
+
+    /// WATCH: `client` watches `key` (no-op if it already does). Returns
+    /// false when the key was not watched before by this client (the caller
+    /// keeps its own list, bounded by [`WATCHED_KEYS_MAX`]).
+    pub(crate) fn watch(&mut self, client: u64, db: usize, key: &[u8], now_ms: u64) -> bool {
+        let expired = self.dbs[db]
+            .entries
+            .get(key)
+            .is_some_and(|e| e.expired(now_ms));
+        let watchers = self.watched.entry((db, key.to_vec())).or_default();
+        if watchers.contains_key(&client) {
+            return false;
+        }
+        watchers.insert(client, expired);
+        true
+    }
+
+    /// UNWATCH (and EXEC, DISCARD, disconnect): forgets `client`'s keys and
+    /// its dirty mark.
+    pub(crate) fn unwatch_all(&mut self, client: u64, keys: &[(usize, Vec<u8>)]) {
+        for (db, key) in keys {
+            let slot = (*db, key.clone());
+            if let Some(watchers) = self.watched.get_mut(&slot) {
+                watchers.remove(&client);
+                if watchers.is_empty() {
+                    self.watched.remove(&slot);
+                }
+            }
+        }
+        self.dirty.remove(&client);
+    }
+
+    /// Whether EXEC must fail for `client`: a watched key was touched, or
+    /// one that was alive at WATCH is logically expired now (Redis 7.0's
+    /// `isWatchedKeyExpired`, which sees expiry not yet noticed).
+    pub(crate) fn watch_failed(&self, client: u64, keys: &[(usize, Vec<u8>)], now_ms: u64) -> bool {
+        if self.dirty.contains(&client) {
+            return true;
+        }
+        keys.iter().any(|(db, key)| {
+            let expired_at_watch = self
+                .watched
+                .get(&(*db, key.clone()))
+                .and_then(|w| w.get(&client))
+                .copied()
+                .unwrap_or(false);
+            !expired_at_watch
+                && self.dbs[*db]
+                    .entries
+                    .get(key)
+                    .is_some_and(|e| e.expired(now_ms))
+        })
+    }
+
+    /// An entry changed: every client watching it is dirty, except one that
+    /// watched it already expired and now sees it deleted (no logical
+    /// change; it watches a missing key from here on).
+    fn touch(&mut self, db: usize, key: &[u8]) {
+        if self.watched.is_empty() {
+            return;
+        }
+        let exists = self.dbs[db].entries.contains_key(key);
+        let Some(watchers) = self.watched.get_mut(&(db, key.to_vec())) else {
+            return;
+        };
+        for (client, expired_at_watch) in watchers.iter_mut() {
+            if *expired_at_watch && !exists {
+                *expired_at_watch = false;
+                continue;
+            }
+            self.dirty.insert(*client);
+        }
+    }
+
+    /// A database is about to be emptied: every watched key that exists in
+    /// it is touched (Redis's `touchAllWatchedKeysInDb`).
+    fn touch_db(&mut self, db: usize) {
+        let entries = &self.dbs[db].entries;
+        for ((watched_db, key), watchers) in self.watched.iter_mut() {
+            if *watched_db != db || !entries.contains_key(key) {
+                continue;
+            }
+            for (client, expired_at_watch) in watchers.iter_mut() {
+                if *expired_at_watch {
+                    *expired_at_watch = false;
+                    continue;
+                }
+                self.dirty.insert(*client);
+            }
+        }
     }
 
     /// Effects queued since the last call.

@@ -11,14 +11,23 @@
 //!
 //! Layout (one concern per module, in the style of tokio-rs/mini-redis):
 //! [`frame`] RESP2 parse/encode; `connection` one client's read–execute–
-//! write loop; `keyspace` keys, values, expiry and the ownership hooks;
-//! `cmd` one file per command group; `scripting` + `lua` EVAL and the Lua
+//! write loop; `keyspace` keys, values, expiry, the ownership hooks and
+//! WATCH;
+//! `cmd` one file per command group; `dispatch` the checks before a
+//! handler (and MULTI queueing); `scripting` + `lua` EVAL and the Lua
 //! sandbox; `replication` primary→replica effects stream and WAIT; `server`
-//! the state of one running instance and command dispatch.
+//! the state of one running instance (with its clients' transactions,
+//! subscriptions and BLPOP waiters).
+//!
+//! Commands: strings, keys, lists (with blocking BLPOP), hashes,
+//! transactions (MULTI/EXEC/WATCH), pub/sub, scripts, connection and
+//! replication commands — the list is in `cmd/mod.rs`; anything else is an
+//! unknown command in Redis 7.0's words.
 //!
 //! Fidelity is checked against a real redis-server 7.0.15 by
 //! `sim/tests/differential.rs`; deliberate deviations are listed in the
-//! module docs where they live (bounds, `CLIENT SETINFO`, script limits).
+//! module docs where they live (bounds, `CLIENT SETINFO`, script limits,
+//! hash order past 128 fields, pub/sub and BLPOP details).
 
 mod clock;
 mod cmd;

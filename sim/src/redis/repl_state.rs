@@ -262,6 +262,13 @@ pub(crate) fn encode_effect(effect: &Effect) -> Frame {
                     items.push(Frame::bulk("list"));
                     items.extend(list.iter().map(|e| Frame::bulk(e.clone())));
                 }
+                Value::Hash(fields) => {
+                    items.push(Frame::bulk("hash"));
+                    for (field, value) in fields {
+                        items.push(Frame::bulk(field.clone()));
+                        items.push(Frame::bulk(value.clone()));
+                    }
+                }
             }
             Frame::Array(items)
         }
@@ -309,6 +316,13 @@ pub(crate) fn decode_effect(items: &[Frame]) -> std::io::Result<Effect> {
                         list.push_back(bulk_at(items, i)?);
                     }
                     Value::List(list)
+                }
+                b"hash" if (items.len() - 5).is_multiple_of(2) => {
+                    let mut fields = Vec::with_capacity((items.len() - 5) / 2);
+                    for i in (5..items.len()).step_by(2) {
+                        fields.push((bulk_at(items, i)?, bulk_at(items, i + 1)?));
+                    }
+                    Value::Hash(fields)
                 }
                 _ => return Err(link_err("bad PUT value")),
             };

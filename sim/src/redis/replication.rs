@@ -11,6 +11,7 @@
 //! replica → primary   REPLCONF ACK <offset>                (after each apply)
 //! effect = PUT <db> <key> <deadline-ms|-1> string <value>
 //!        | PUT <db> <key> <deadline-ms|-1> list <elem>...
+//!        | PUT <db> <key> <deadline-ms|-1> hash (<field> <value>)...
 //!        | DEL <db> <key> | EXPIRED <db> <key> <deadline-ms> | FLUSH <db|-1>
 //! ```
 //!
@@ -371,6 +372,25 @@ mod tests {
                     expires_at_ms: None,
                 },
             },
+            Effect::Put {
+                db: 2,
+                key: b"h".to_vec(),
+                entry: Entry {
+                    value: Value::Hash(vec![
+                        (b"w2".to_vec(), b"3".to_vec()),
+                        (b"w1".to_vec(), b"".to_vec()),
+                    ]),
+                    expires_at_ms: Some(7),
+                },
+            },
+            Effect::Put {
+                db: 0,
+                key: b"h".to_vec(),
+                entry: Entry {
+                    value: Value::Hash(Vec::new()),
+                    expires_at_ms: None,
+                },
+            },
             Effect::Del {
                 db: 1,
                 key: b"k".to_vec(),
@@ -390,6 +410,16 @@ mod tests {
             assert_eq!(decode_effect(&items).unwrap(), effect);
         }
         assert!(decode_effect(&[Frame::bulk("PUT"), Frame::Integer(99)]).is_err());
+        // A hash with a field but no value is refused, not half-applied.
+        let odd = [
+            Frame::bulk("PUT"),
+            Frame::Integer(0),
+            Frame::bulk("h"),
+            Frame::Integer(-1),
+            Frame::bulk("hash"),
+            Frame::bulk("f"),
+        ];
+        assert!(decode_effect(&odd).is_err());
         assert!(decode_effect(&[]).is_err());
     }
 }

@@ -12,9 +12,11 @@
 //! into Lua (a script's `redis.call` re-enters dispatch).
 
 use std::cell::{Cell, RefCell};
+use std::collections::{BTreeMap, BTreeSet};
 use std::rc::{Rc, Weak};
 
 use super::clock::Clock;
+use super::frame::Frame;
 use super::keyspace::Keyspace;
 use super::repl_state::Replication;
 use super::scripting::Scripting;
@@ -24,12 +26,111 @@ use super::{OwnershipLog, RedisConfig};
 /// Active expiry runs every 100 ms, like Redis's default `hz 10`.
 pub(crate) const ACTIVE_EXPIRE_PERIOD_MS: u64 = 100;
 
+/// Most channels one client may subscribe to (Redis has no such bound).
+pub(crate) const SUBSCRIBED_CHANNELS_MAX: usize = 10_000;
+/// Most bytes of pushed messages waiting for one subscriber before it is
+/// disconnected (Redis: `client-output-buffer-limit pubsub 32mb`).
+pub(crate) const PUBSUB_OUTPUT_BYTES_MAX: usize = 32 * 1024 * 1024;
+
 /// One client connection's state.
 pub(crate) struct Client {
     pub id: u64,
     pub db: usize,
     pub addr: String,
     pub name: Option<Vec<u8>>,
+    /// The open transaction (MULTI … EXEC), if any.
+    pub multi: Option<Multi>,
+    /// WATCHed (db, key)s, in the order watched.
+    pub watched: Vec<(usize, Vec<u8>)>,
+    /// Subscribed channels; non-empty means RESP2 subscribed mode.
+    pub channels: BTreeSet<Vec<u8>>,
+    /// Messages published to this client, waiting for its connection.
+    pub outbox: Rc<Outbox>,
+}
+
+impl Client {
+    /// A command was refused while a transaction is open: EXEC will
+    /// answer EXECABORT (Redis's `flagTransaction`).
+    pub(crate) fn flag_transaction(&mut self) {
+        if let Some(multi) = &mut self.multi {
+            multi.aborted = true;
+        }
+    }
+}
+
+/// Most commands one transaction may queue (Redis has no such bound).
+pub(crate) const MULTI_QUEUE_LEN_MAX: usize = 10_000;
+
+/// An open transaction (see `cmd/transactions.rs`).
+#[derive(Debug, Default)]
+pub(crate) struct Multi {
+    /// Queued commands, in order.
+    pub queue: Vec<Vec<Vec<u8>>>,
+    /// A command was refused while queueing: EXEC will answer EXECABORT.
+    pub aborted: bool,
+}
+
+impl Multi {
+    /// Queues `args`, or refuses (and aborts the transaction) past the bound.
+    pub(crate) fn queue(&mut self, args: &[Vec<u8>]) -> Frame {
+        if self.queue.len() >= MULTI_QUEUE_LEN_MAX {
+            self.aborted = true;
+            return Frame::error("ERR MULTI queue is full");
+        }
+        self.queue.push(args.to_vec());
+        Frame::simple("QUEUED")
+    }
+}
+
+/// Pushed frames waiting to be written to one connection (pub/sub).
+#[derive(Default)]
+pub(crate) struct Outbox {
+    pub bytes: RefCell<Vec<u8>>,
+    /// Wakes the connection (bytes queued, or overflowed).
+    pub notify: tokio::sync::Notify,
+    /// Past [`PUBSUB_OUTPUT_BYTES_MAX`]: the connection must close.
+    pub overflowed: Cell<bool>,
+}
+
+impl Outbox {
+    fn push(&self, frame: &Frame) {
+        if self.overflowed.get() {
+            return;
+        }
+        let mut bytes = self.bytes.borrow_mut();
+        let before = bytes.len();
+        frame.encode(&mut bytes);
+        if bytes.len() > PUBSUB_OUTPUT_BYTES_MAX {
+            bytes.truncate(before);
+            self.overflowed.set(true);
+        }
+        self.notify.notify_one();
+    }
+}
+
+/// One channel's subscribers: client id → outbox.
+pub(crate) type Subscribers = BTreeMap<u64, Rc<Outbox>>;
+
+/// A connection blocked in BLPOP.
+pub(crate) struct Blocked {
+    pub db: usize,
+    pub keys: Vec<Vec<u8>>,
+    pub reply: Rc<BlockedReply>,
+}
+
+impl Blocked {
+    /// Hands the blocked connection its reply.
+    pub(crate) fn wake(self, frame: Frame) {
+        *self.reply.frame.borrow_mut() = Some(frame);
+        self.reply.notify.notify_one();
+    }
+}
+
+/// Where a blocked connection finds its reply.
+#[derive(Default)]
+pub(crate) struct BlockedReply {
+    pub frame: RefCell<Option<Frame>>,
+    pub notify: tokio::sync::Notify,
 }
 
 /// One server instance.
@@ -42,6 +143,14 @@ pub(crate) struct Server {
     pub repl: RefCell<Replication>,
     /// Wakes WAIT callers when a replica acknowledges.
     pub acks: tokio::sync::Notify,
+    /// Channel → subscribed client id → its outbox.
+    pub pubsub: RefCell<BTreeMap<Vec<u8>, Subscribers>>,
+    /// Connections blocked in BLPOP, by blocking order.
+    pub blocked: RefCell<BTreeMap<u64, Blocked>>,
+    next_block_seq: Cell<u64>,
+    /// A list push happened during the current command: blocked clients
+    /// may be served once it ends.
+    pub lists_pushed: Cell<bool>,
     alive: Cell<bool>,
     next_client_id: Cell<u64>,
     /// This instance's own `Rc` (role changes spawn tasks that hold it).
@@ -68,6 +177,10 @@ impl Server {
             scripting: RefCell::new(Scripting::new()),
             repl: RefCell::new(Replication::default()),
             acks: tokio::sync::Notify::new(),
+            pubsub: RefCell::new(BTreeMap::new()),
+            blocked: RefCell::new(BTreeMap::new()),
+            next_block_seq: Cell::new(1),
+            lists_pushed: Cell::new(false),
             alive: Cell::new(true),
             next_client_id: Cell::new(1),
             me: Weak::new(),
@@ -96,7 +209,80 @@ impl Server {
             db: 0,
             addr,
             name: None,
+            multi: None,
+            watched: Vec::new(),
+            channels: BTreeSet::new(),
+            outbox: Rc::new(Outbox::default()),
         }
+    }
+
+    /// The connection closed: forget its watches and subscriptions.
+    pub(crate) fn client_gone(&self, client: &mut Client) {
+        self.keyspace
+            .borrow_mut()
+            .unwatch_all(client.id, &client.watched);
+        client.watched.clear();
+        for channel in std::mem::take(&mut client.channels) {
+            self.unsubscribe(client.id, &channel);
+        }
+        client.multi = None;
+    }
+
+    pub(crate) fn subscribe(&self, client: u64, channel: &[u8], outbox: &Rc<Outbox>) {
+        self.pubsub
+            .borrow_mut()
+            .entry(channel.to_vec())
+            .or_default()
+            .insert(client, outbox.clone());
+    }
+
+    pub(crate) fn unsubscribe(&self, client: u64, channel: &[u8]) {
+        let mut pubsub = self.pubsub.borrow_mut();
+        if let Some(clients) = pubsub.get_mut(channel) {
+            clients.remove(&client);
+            if clients.is_empty() {
+                pubsub.remove(channel);
+            }
+        }
+    }
+
+    /// PUBLISH: pushes a `message` to every subscriber; returns how many.
+    pub(crate) fn publish(&self, channel: &[u8], message: &[u8]) -> usize {
+        let pubsub = self.pubsub.borrow();
+        let Some(clients) = pubsub.get(channel) else {
+            return 0;
+        };
+        let frame = Frame::Array(vec![
+            Frame::bulk("message"),
+            Frame::Bulk(channel.to_vec()),
+            Frame::Bulk(message.to_vec()),
+        ]);
+        for outbox in clients.values() {
+            outbox.push(&frame);
+        }
+        clients.len()
+    }
+
+    /// Registers a connection blocked on `keys` of `db`; returns its place
+    /// in line and where its reply will appear.
+    pub(crate) fn block(&self, db: usize, keys: Vec<Vec<u8>>) -> (u64, Rc<BlockedReply>) {
+        let seq = self.next_block_seq.get();
+        self.next_block_seq.set(seq + 1);
+        let reply = Rc::new(BlockedReply::default());
+        self.blocked.borrow_mut().insert(
+            seq,
+            Blocked {
+                db,
+                keys,
+                reply: reply.clone(),
+            },
+        );
+        (seq, reply)
+    }
+
+    /// The blocked connection gave up (timeout or disconnect).
+    pub(crate) fn unblock(&self, seq: u64) {
+        self.blocked.borrow_mut().remove(&seq);
     }
 
     pub(crate) fn is_primary(&self) -> bool {
@@ -165,6 +351,7 @@ mod tests {
     use std::cell::Cell;
 
     use super::*;
+    use crate::redis::clock::WALL_CLOCK_BASE_MS;
     use crate::redis::cmd::Outcome;
     use crate::redis::frame::Frame;
     use crate::redis::repl_state::{LinkState, Role};
@@ -234,6 +421,161 @@ mod tests {
         assert_eq!(
             run(&s, &mut c, &["FOO", "a"]),
             Frame::error("ERR unknown command 'FOO', with args beginning with: 'a' ")
+        );
+        s.keyspace.borrow().check_invariants();
+    }
+
+    #[test]
+    fn lock_key_writes_by_set_get_getdel_and_past_exat_log_like_set_and_del() {
+        let (s, _, log) = server();
+        let mut c = s.new_client("test".into());
+        assert_eq!(
+            run(&s, &mut c, &["SET", "lock:a", "w1", "GET"]),
+            Frame::Null
+        );
+        assert_eq!(
+            run(&s, &mut c, &["SET", "lock:a", "w2", "GET", "KEEPTTL"]),
+            Frame::bulk("w1")
+        );
+        assert_eq!(run(&s, &mut c, &["GETDEL", "lock:a"]), Frame::bulk("w2"));
+        assert_eq!(run(&s, &mut c, &["GETDEL", "lock:a"]), Frame::Null);
+        run(&s, &mut c, &["SET", "lock:a", "w3"]);
+        // A Unix deadline already past: stored, logically expired (Redis
+        // 7.0 keeps it until noticed), expired at timeline 0.
+        assert_eq!(
+            run(&s, &mut c, &["SET", "lock:a", "w4", "PXAT", "1"]),
+            Frame::ok()
+        );
+        assert_eq!(run(&s, &mut c, &["EXISTS", "lock:a"]), Frame::Integer(0));
+        // An absolute deadline in the future: PTTL counts down to it.
+        let at = (WALL_CLOCK_BASE_MS + 1_000 + 5_000).to_string();
+        assert_eq!(
+            run(&s, &mut c, &["SET", "lock:a", "w5", "PXAT", &at]),
+            Frame::ok()
+        );
+        assert_eq!(run(&s, &mut c, &["PTTL", "lock:a"]), Frame::Integer(5_000));
+        let at = (WALL_CLOCK_BASE_MS + 1_000 + 7_000).to_string();
+        assert_eq!(
+            run(&s, &mut c, &["PEXPIREAT", "lock:a", &at]),
+            Frame::Integer(1)
+        );
+        assert_eq!(run(&s, &mut c, &["PTTL", "lock:a"]), Frame::Integer(7_000));
+        let changes: Vec<OwnershipChange> = log.events().into_iter().map(|e| e.change).collect();
+        assert_eq!(
+            changes,
+            vec![
+                OwnershipChange::Set { owner: "w1".into() },
+                OwnershipChange::Overwritten {
+                    from: "w1".into(),
+                    to: "w2".into()
+                },
+                OwnershipChange::Deleted { owner: "w2".into() },
+                OwnershipChange::Set { owner: "w3".into() },
+                OwnershipChange::Overwritten {
+                    from: "w3".into(),
+                    to: "w4".into()
+                },
+                OwnershipChange::Expired { owner: "w4".into() },
+                OwnershipChange::Set { owner: "w5".into() },
+            ]
+        );
+        s.keyspace.borrow().check_invariants();
+    }
+
+    #[test]
+    fn watch_follows_redis_7_expiry_rules() {
+        let (s, now, _) = server();
+        let mut a = s.new_client("a".into());
+        let mut b = s.new_client("b".into());
+        // A key alive at WATCH that expires before EXEC fails it, even if
+        // nobody noticed the expiry yet.
+        run(&s, &mut b, &["SET", "k", "v", "PX", "100"]);
+        assert_eq!(run(&s, &mut a, &["WATCH", "k"]), Frame::ok());
+        now.set(1_200);
+        assert_eq!(run(&s, &mut a, &["MULTI"]), Frame::ok());
+        assert_eq!(run(&s, &mut a, &["INCR", "n"]), Frame::simple("QUEUED"));
+        assert_eq!(run(&s, &mut a, &["EXEC"]), Frame::NullArray);
+        // A key already expired (but not yet deleted) at WATCH: deleting it
+        // is no change, so EXEC runs.
+        run(&s, &mut b, &["SET", "j", "v", "PX", "100"]);
+        now.set(1_400);
+        assert_eq!(run(&s, &mut a, &["WATCH", "j"]), Frame::ok());
+        assert_eq!(run(&s, &mut b, &["EXISTS", "j"]), Frame::Integer(0));
+        run(&s, &mut a, &["MULTI"]);
+        run(&s, &mut a, &["INCR", "n"]);
+        assert_eq!(
+            run(&s, &mut a, &["EXEC"]),
+            Frame::Array(vec![Frame::Integer(1)])
+        );
+        // Another client's write, a FLUSHDB of a watched key, and a write
+        // by the watcher itself all dirty it.
+        for (writer, write) in [
+            (true, &["HSET", "h", "f", "v"][..]),
+            (true, &["FLUSHDB"]),
+            (false, &["HSET", "h", "f", "v"]),
+        ] {
+            if write[0] == "FLUSHDB" {
+                run(&s, &mut b, &["HSET", "h", "f", "v"]);
+            }
+            assert_eq!(run(&s, &mut a, &["WATCH", "h"]), Frame::ok());
+            let client = if writer { &mut b } else { &mut a };
+            run(&s, client, write);
+            run(&s, &mut a, &["MULTI"]);
+            assert_eq!(run(&s, &mut a, &["EXEC"]), Frame::NullArray, "{write:?}");
+        }
+        // A disconnected client's watches and dirty mark are gone: later
+        // writes do not mark it again.
+        run(&s, &mut a, &["WATCH", "h"]);
+        run(&s, &mut b, &["HSET", "h", "f", "w"]);
+        assert!(s.keyspace.borrow().watch_failed(a.id, &[], 0));
+        s.client_gone(&mut a);
+        run(&s, &mut b, &["HSET", "h", "f", "x"]);
+        assert!(!s.keyspace.borrow().watch_failed(a.id, &[], 0));
+        assert!(a.watched.is_empty());
+        s.keyspace.borrow().check_invariants();
+    }
+
+    #[test]
+    fn exec_replicates_as_one_batch_and_blpop_inside_it_does_not_block() {
+        let (s, _, _) = server();
+        let mut c = s.new_client("test".into());
+        run(&s, &mut c, &["MULTI"]);
+        for cmd in [
+            &["RPUSH", "q", "a"][..],
+            &["BLPOP", "q", "empty", "0"],
+            &["BLPOP", "empty", "0"],
+            &["SELECT", "3"],
+            &["HSET", "h", "f", "1"],
+        ] {
+            assert_eq!(run(&s, &mut c, cmd), Frame::simple("QUEUED"));
+        }
+        let offset = s.replication_offset();
+        let effects_before = s.keyspace.borrow_mut().take_effects();
+        assert!(effects_before.is_empty());
+        assert_eq!(
+            run(&s, &mut c, &["EXEC"]),
+            Frame::Array(vec![
+                Frame::Integer(1),
+                Frame::Array(vec![Frame::bulk("q"), Frame::bulk("a")]),
+                Frame::NullArray,
+                Frame::ok(),
+                Frame::Integer(1),
+            ])
+        );
+        // SELECT inside EXEC sticks, as in Redis.
+        assert_eq!(c.db, 3);
+        assert!(s.replication_offset() > offset);
+        // A queued error aborts the whole transaction.
+        run(&s, &mut c, &["MULTI"]);
+        run(&s, &mut c, &["HSET", "h", "g", "2"]);
+        assert!(run(&s, &mut c, &["HSET", "h", "g"]).is_error());
+        assert_eq!(
+            run(&s, &mut c, &["EXEC"]),
+            Frame::error("EXECABORT Transaction discarded because of previous errors.")
+        );
+        assert_eq!(
+            run(&s, &mut c, &["HGETALL", "h"]),
+            Frame::Array(vec![Frame::bulk("f"), Frame::bulk("1")])
         );
         s.keyspace.borrow().check_invariants();
     }

@@ -1,4 +1,4 @@
-//! Connection commands: PING, SELECT, CLIENT.
+//! Connection commands: PING (also in subscribed mode), SELECT, CLIENT.
 //!
 //! CLIENT is minimal: SETINFO (sent by redis-rs on every connect) answers
 //! `+OK` like Redis 7.2 — redis-server 7.0.15 does not know it and answers
@@ -10,7 +10,16 @@ use super::super::frame::Frame;
 use super::super::keyspace::DB_COUNT;
 use super::{is, unknown_subcommand, wrong_arity, Outcome};
 
-pub(super) fn ping(_exec: &mut Exec<'_>, args: &[Vec<u8>]) -> Outcome {
+pub(super) fn ping(exec: &mut Exec<'_>, args: &[Vec<u8>]) -> Outcome {
+    // RESP2 subscribed mode: PING answers as a push, `pong` and the message.
+    let subscribed = exec
+        .client
+        .as_deref()
+        .is_some_and(|c| !c.channels.is_empty());
+    if subscribed && args.len() <= 2 {
+        let message = args.get(1).cloned().unwrap_or_default();
+        return Frame::Array(vec![Frame::bulk("pong"), Frame::Bulk(message)]).into();
+    }
     match args.len() {
         1 => Frame::simple("PONG"),
         2 => Frame::Bulk(args[1].clone()),

@@ -1,12 +1,13 @@
-//! Generic key commands: DEL, EXISTS, EXPIRE, PEXPIRE (with NX XX GT LT),
-//! TTL, PTTL, DBSIZE, FLUSHDB, FLUSHALL.
+//! Generic key commands: DEL, EXISTS, TYPE, EXPIRE, PEXPIRE, PEXPIREAT
+//! (with NX XX GT LT), TTL, PTTL, DBSIZE, FLUSHDB, FLUSHALL.
 //!
-//! EXPIRE/PEXPIRE follow Redis 7.0's `expireGenericCommand` step by step:
-//! options first, then the integer, then overflow checks against (notional)
-//! Unix milliseconds, then the key lookup, then NX/XX/GT/LT, and a deadline
-//! already in the past deletes the key (on a primary) and answers 1.
+//! EXPIRE/PEXPIRE/PEXPIREAT follow Redis 7.0's `expireGenericCommand` step
+//! by step: options first, then the integer, then overflow checks against
+//! Unix milliseconds (the base is now for relative commands, 0 for
+//! PEXPIREAT; see `clock.rs` for what "Unix" means here), then the key
+//! lookup, then NX/XX/GT/LT, and a deadline already in the past deletes the
+//! key (on a primary) and answers 1.
 
-use super::super::clock::WALL_CLOCK_BASE_MS;
 use super::super::exec::Exec;
 use super::super::frame::Frame;
 use super::super::keyspace::Entry;
@@ -31,12 +32,25 @@ pub(super) fn exists(exec: &mut Exec<'_>, args: &[Vec<u8>]) -> Outcome {
     Frame::Integer(found as i64).into()
 }
 
+/// TYPE: `string`, `list`, `hash`, or `none` for a missing key.
+pub(super) fn type_(exec: &mut Exec<'_>, args: &[Vec<u8>]) -> Outcome {
+    let mut ks = exec.keyspace();
+    let name = ks
+        .lookup(exec.db, &args[1], exec.now_ms)
+        .map_or("none", |e| e.value.type_name());
+    Frame::simple(name).into()
+}
+
 pub(super) fn expire(exec: &mut Exec<'_>, args: &[Vec<u8>]) -> Outcome {
-    expire_generic(exec, args, 1000, "expire").into()
+    expire_generic(exec, args, 1000, false, "expire").into()
 }
 
 pub(super) fn pexpire(exec: &mut Exec<'_>, args: &[Vec<u8>]) -> Outcome {
-    expire_generic(exec, args, 1, "pexpire").into()
+    expire_generic(exec, args, 1, false, "pexpire").into()
+}
+
+pub(super) fn pexpireat(exec: &mut Exec<'_>, args: &[Vec<u8>]) -> Outcome {
+    expire_generic(exec, args, 1, true, "pexpireat").into()
 }
 
 #[derive(Default)]
@@ -77,7 +91,13 @@ fn expire_flags(args: &[Vec<u8>]) -> Result<ExpireFlags, Frame> {
     Ok(f)
 }
 
-fn expire_generic(exec: &mut Exec<'_>, args: &[Vec<u8>], unit_ms: i64, command: &str) -> Frame {
+fn expire_generic(
+    exec: &mut Exec<'_>,
+    args: &[Vec<u8>],
+    unit_ms: i64,
+    absolute: bool,
+    command: &str,
+) -> Frame {
     let invalid = || Frame::error(format!("ERR invalid expire time in '{command}' command"));
     let flags = match expire_flags(args) {
         Ok(f) => f,
@@ -93,20 +113,19 @@ fn expire_generic(exec: &mut Exec<'_>, args: &[Vec<u8>], unit_ms: i64, command: 
         }
         when *= 1000;
     }
-    let now_wall_ms = WALL_CLOCK_BASE_MS + exec.now_ms as i64;
-    if when > i64::MAX - now_wall_ms {
+    let now_wall_ms = exec.unix_now_ms();
+    let base_ms = if absolute { 0 } else { now_wall_ms };
+    if when > i64::MAX - base_ms {
         return invalid();
     }
-    let when_wall_ms = when + now_wall_ms;
+    let when_wall_ms = when + base_ms;
     let key = &args[1];
     let mut ks = exec.keyspace();
     let Some(entry) = ks.lookup(exec.db, key, exec.now_ms).cloned() else {
         return Frame::Integer(0);
     };
     // Current deadline in wall ms; -1 for "no TTL" as in Redis.
-    let current = entry
-        .expires_at_ms
-        .map_or(-1, |d| WALL_CLOCK_BASE_MS + d as i64);
+    let current = entry.expires_at_ms.map_or(-1, |d| exec.unix_ms_of(d));
     let refused = (flags.nx && current != -1)
         || (flags.xx && current == -1)
         || (flags.gt && (when_wall_ms <= current || current == -1))
@@ -120,9 +139,8 @@ fn expire_generic(exec: &mut Exec<'_>, args: &[Vec<u8>], unit_ms: i64, command: 
         ks.delete(exec.db, key, exec.now_ms);
         return Frame::Integer(1);
     }
-    let deadline_ms = match u64::try_from(when_wall_ms - WALL_CLOCK_BASE_MS) {
-        Ok(d) => d,
-        Err(_) => return invalid(),
+    let Some(deadline_ms) = exec.deadline_of_unix(when_wall_ms) else {
+        return invalid();
     };
     ks.put(
         exec.db,

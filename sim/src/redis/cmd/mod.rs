@@ -2,18 +2,28 @@
 //! parsing with Redis's exact rules (`string2ll`), and the canonical error
 //! texts.
 //!
-//! One file per group, as in mini-redis: `strings` (GET SET SETNX SETEX
-//! PSETEX INCR), `keys` (DEL EXISTS EXPIRE PEXPIRE TTL PTTL DBSIZE FLUSHDB
-//! FLUSHALL), `lists` (LPUSH), `scripts` (EVAL EVALSHA SCRIPT), `connection`
+//! One file per group, as in mini-redis: `strings` (GET GETDEL SET SETNX
+//! SETEX PSETEX INCR INCRBY DECR DECRBY), `keys` (DEL EXISTS TYPE EXPIRE
+//! PEXPIRE PEXPIREAT TTL PTTL DBSIZE FLUSHDB FLUSHALL), `lists` (LPUSH RPUSH
+//! LPOP BLPOP), `hashes` (HSET HGET HINCRBY HDEL HEXISTS HGETALL),
+//! `transactions` (MULTI EXEC DISCARD WATCH UNWATCH), `pubsub` (SUBSCRIBE
+//! UNSUBSCRIBE PUBLISH), `scripts` (EVAL EVALSHA SCRIPT), `connection`
 //! (PING SELECT CLIENT), `replication` (WAIT REPLICAOF SLAVEOF ROLE, and the
-//! internal SYNC / REPLCONF). Names, arities and flags are Redis 7.0's.
+//! internal SYNC / REPLCONF). Names, arities and flags are Redis 7.0's;
+//! any other name is an unknown command, answered with Redis 7.0's text.
 
 mod connection;
+mod hashes;
 mod keys;
 mod lists;
+mod pubsub;
 mod replication;
 mod scripts;
 mod strings;
+mod transactions;
+
+pub(crate) use lists::serve_blocked;
+pub(crate) use transactions::runs_inside_multi;
 
 use super::exec::Exec;
 use super::frame::Frame;
@@ -64,6 +74,11 @@ pub(crate) enum Outcome {
     Wait { numreplicas: u64, timeout_ms: u64 },
     /// SYNC: this connection becomes a replica feed.
     Sync { listening_port: u16 },
+    /// Several replies in a row (SUBSCRIBE / UNSUBSCRIBE: one per channel).
+    Replies(Vec<Frame>),
+    /// BLPOP with every list empty: block until an element can be popped
+    /// from one of `keys` (in the client's db) or `timeout_ms` passed.
+    Block { keys: Vec<Vec<u8>>, timeout_ms: u64 },
 }
 
 impl From<Frame> for Outcome {
@@ -107,35 +122,128 @@ const fn c(name: &'static str, arity: i32, flags: Flags, handler: Handler) -> Co
 
 /// The command table, sorted by name (binary search; no hashing).
 static COMMANDS: &[Command] = &[
+    c("blpop", -3, W.union(NS), lists::blpop),
     c("client", -2, NS, connection::client),
     c("dbsize", 1, Flags::NONE, keys::dbsize),
+    c("decr", 2, WD, strings::decr),
+    c("decrby", 3, WD, strings::decrby),
     c("del", -2, W, keys::del),
+    c("discard", 1, NS, transactions::discard),
     c("eval", -3, NS, scripts::eval),
     c("evalsha", -3, NS, scripts::evalsha),
+    c("exec", 1, NS, transactions::exec),
     c("exists", -2, Flags::NONE, keys::exists),
     c("expire", -3, W, keys::expire),
     c("flushall", -1, W, keys::flushall),
     c("flushdb", -1, W, keys::flushdb),
     c("get", 2, Flags::NONE, strings::get),
+    c("getdel", 2, W, strings::getdel),
+    c("hdel", -3, W, hashes::hdel),
+    c("hexists", 3, Flags::NONE, hashes::hexists),
+    c("hget", 3, Flags::NONE, hashes::hget),
+    c("hgetall", 2, Flags::NONE, hashes::hgetall),
+    c("hincrby", 4, WD, hashes::hincrby),
+    c("hset", -4, WD, hashes::hset),
     c("incr", 2, WD, strings::incr),
+    c("incrby", 3, WD, strings::incrby),
+    c("lpop", -2, W, lists::lpop),
     c("lpush", -3, WD, lists::lpush),
+    c("multi", 1, NS, transactions::multi),
     c("pexpire", -3, W, keys::pexpire),
+    c("pexpireat", -3, W, keys::pexpireat),
     c("ping", -1, Flags::NONE, connection::ping),
     c("psetex", 4, WD, strings::psetex),
     c("pttl", 2, Flags::NONE, keys::pttl),
+    c("publish", 3, Flags::NONE, pubsub::publish),
     c("replconf", -1, NS, replication::replconf),
     c("replicaof", 3, NS, replication::replicaof),
     c("role", 1, NS, replication::role),
+    c("rpush", -3, WD, lists::rpush),
     c("script", -2, NS, scripts::script),
     c("select", 2, Flags::NONE, connection::select),
     c("set", -3, WD, strings::set),
     c("setex", 4, WD, strings::setex),
     c("setnx", 3, WD, strings::setnx),
     c("slaveof", 3, NS, replication::replicaof),
+    c("subscribe", -2, NS, pubsub::subscribe),
     c("sync", -1, NS, replication::sync),
     c("ttl", 2, Flags::NONE, keys::ttl),
+    c("type", 2, Flags::NONE, keys::type_),
+    c("unsubscribe", -1, NS, pubsub::unsubscribe),
+    c("unwatch", 1, NS, transactions::unwatch),
     c("wait", 3, NS, replication::wait),
+    c("watch", -2, NS, transactions::watch),
 ];
+
+/// Container commands' subcommands with their arities (name included), as
+/// Redis 7.0's table has them: Redis checks a subcommand before queueing
+/// or running it, so an unknown one or a wrong count is refused like an
+/// unknown command or a wrong arity (and aborts a transaction). CLIENT
+/// lists only what the simulation implements (see `connection.rs`).
+static SUBCOMMANDS: &[(&str, &[(&str, i32)])] = &[
+    (
+        "client",
+        &[("getname", 2), ("id", 2), ("setinfo", 4), ("setname", 3)],
+    ),
+    (
+        "script",
+        &[
+            ("debug", 3),
+            ("exists", -3),
+            ("flush", -2),
+            ("help", 2),
+            ("kill", 2),
+            ("load", 3),
+        ],
+    ),
+];
+
+/// For a container command: `Err` with Redis's error when the subcommand
+/// is unknown or has the wrong arity. `script` picks the script-flavoured
+/// texts.
+pub(crate) fn check_subcommand(
+    command: &Command,
+    args: &[Vec<u8>],
+    script: bool,
+) -> Result<(), Frame> {
+    let Some((_, subs)) = SUBCOMMANDS.iter().find(|(name, _)| *name == command.name) else {
+        return Ok(());
+    };
+    let sub = &args[1];
+    let Some((sub_name, arity)) = subs.iter().find(|(name, _)| is(sub, name)) else {
+        return Err(if script {
+            Frame::error("ERR Unknown Redis command called from script")
+        } else {
+            unknown_subcommand(command.name, sub)
+        });
+    };
+    let probe = Command {
+        name: command.name,
+        arity: *arity,
+        flags: command.flags,
+        handler: command.handler,
+    };
+    if probe.arity_ok(args.len()) {
+        return Ok(());
+    }
+    Err(if script {
+        Frame::error("ERR Wrong number of args calling Redis command from script")
+    } else {
+        wrong_arity(&format!("{}|{sub_name}", command.name))
+    })
+}
+
+/// Redis's `fullname`: `script|load` for a known subcommand, else the name.
+pub(crate) fn full_name(command: &Command, args: &[Vec<u8>]) -> String {
+    SUBCOMMANDS
+        .iter()
+        .find(|(name, _)| *name == command.name)
+        .and_then(|(_, subs)| subs.iter().find(|(name, _)| is(&args[1], name)))
+        .map_or_else(
+            || command.name.to_string(),
+            |(sub, _)| format!("{}|{sub}", command.name),
+        )
+}
 
 /// Finds a command by name, case-insensitively.
 pub(crate) fn lookup(name: &[u8]) -> Option<&'static Command> {

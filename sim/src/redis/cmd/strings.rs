@@ -1,13 +1,20 @@
-//! String commands: GET, SET (NX XX GET EX PX KEEPTTL), SETNX, SETEX,
-//! PSETEX, INCR — the lock's data path.
+//! String commands: GET, GETDEL, SET (NX XX GET EX PX EXAT PXAT KEEPTTL),
+//! SETNX, SETEX, PSETEX, INCR, INCRBY, DECR, DECRBY — the lock's data path
+//! and the counters fence schemes use.
 //!
 //! Option parsing and error precedence follow Redis 7.0's
-//! `parseExtendedStringArgumentsOrReply` and `setGenericCommand`: options
-//! are validated first, then the expire time, then (with GET) the old
-//! value's type, and only then NX/XX decide. EXAT/PXAT are not supported
-//! (a syntax error here), because nothing in redfence sends them.
+//! `parseExtendedStringArgumentsOrReply`, `getExpireMillisecondsOrReply` and
+//! `setGenericCommand`: options are validated first (one expire kind only,
+//! though the same kind may repeat, the last one winning), then the expire
+//! time, then (with GET) the old value's type, and only then NX/XX decide.
+//! EXAT/PXAT take Unix times (see `clock.rs` for what "Unix" means here).
+//!
+//! A SET whose EXAT/PXAT lies already in the past stores the key anyway,
+//! logically expired, as Redis 7.0 does (DBSIZE counts it until it is
+//! noticed); a lock key's ownership log then shows the new holder `Set` and
+//! `Expired` at its deadline, which lies before the `Set` (a Unix time
+//! before the timeline's start counts as its first millisecond).
 
-use super::super::clock::WALL_CLOCK_BASE_MS;
 use super::super::exec::Exec;
 use super::super::frame::Frame;
 use super::super::keyspace::{Entry, Value};
@@ -19,28 +26,58 @@ enum Unit {
     Millis,
 }
 
-/// Turns a relative expire argument into a timeline deadline, or Redis's
-/// `invalid expire time in '<cmd>' command`.
-fn relative_deadline(exec: &Exec<'_>, arg: &[u8], unit: Unit, command: &str) -> Result<u64, Frame> {
+/// An expire option: relative (EX/PX) or absolute (EXAT/PXAT).
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct ExpireKind {
+    unit: Unit,
+    absolute: bool,
+}
+
+const EX: ExpireKind = ExpireKind {
+    unit: Unit::Seconds,
+    absolute: false,
+};
+const PX: ExpireKind = ExpireKind {
+    unit: Unit::Millis,
+    absolute: false,
+};
+const EXAT: ExpireKind = ExpireKind {
+    unit: Unit::Seconds,
+    absolute: true,
+};
+const PXAT: ExpireKind = ExpireKind {
+    unit: Unit::Millis,
+    absolute: true,
+};
+
+/// Redis's `getExpireMillisecondsOrReply`: the argument as a deadline on
+/// the timeline, or `invalid expire time in '<cmd>' command`.
+fn expire_deadline(
+    exec: &Exec<'_>,
+    arg: &[u8],
+    kind: ExpireKind,
+    command: &str,
+) -> Result<u64, Frame> {
     let invalid = || Frame::error(format!("ERR invalid expire time in '{command}' command"));
     let amount = int_arg(arg)?;
-    if amount <= 0 || (unit == Unit::Seconds && amount > i64::MAX / 1000) {
+    if amount <= 0 || (kind.unit == Unit::Seconds && amount > i64::MAX / 1000) {
         return Err(invalid());
     }
-    let ms = if unit == Unit::Seconds {
+    let ms = if kind.unit == Unit::Seconds {
         amount * 1000
     } else {
         amount
     };
-    let now_wall_ms = WALL_CLOCK_BASE_MS + exec.now_ms as i64;
-    let when_wall_ms = ms.checked_add(now_wall_ms).ok_or_else(invalid)?;
-    // `amount > 0`, so the deadline lies after now on the timeline.
-    let deadline_ms = u64::try_from(when_wall_ms - WALL_CLOCK_BASE_MS).map_err(|_| invalid())?;
-    debug_assert!(deadline_ms > exec.now_ms);
-    Ok(deadline_ms)
+    let now_unix_ms = exec.unix_now_ms();
+    let when_unix_ms = if kind.absolute {
+        ms
+    } else {
+        ms.checked_add(now_unix_ms).ok_or_else(invalid)?
+    };
+    Ok(exec.deadline_of_unix(when_unix_ms).unwrap_or(0))
 }
 
-/// The string value of `key`, `Ok(None)` when missing, WRONGTYPE for lists.
+/// The string value of `key`, `Ok(None)` when missing, WRONGTYPE otherwise.
 fn get_string(exec: &Exec<'_>, key: &[u8]) -> Result<Option<Vec<u8>>, Frame> {
     match exec.keyspace().lookup(exec.db, key, exec.now_ms) {
         None => Ok(None),
@@ -61,14 +98,28 @@ pub(super) fn get(exec: &mut Exec<'_>, args: &[Vec<u8>]) -> Outcome {
     .into()
 }
 
+/// GETDEL: GET, then DEL when there was a string (a lock key logs
+/// `Deleted`, as DEL does).
+pub(super) fn getdel(exec: &mut Exec<'_>, args: &[Vec<u8>]) -> Outcome {
+    match get_string(exec, &args[1]) {
+        Ok(Some(value)) => {
+            exec.keyspace().delete(exec.db, &args[1], exec.now_ms);
+            Frame::Bulk(value)
+        }
+        Ok(None) => Frame::Null,
+        Err(e) => e,
+    }
+    .into()
+}
+
 #[derive(Default)]
 struct SetOptions {
     nx: bool,
     xx: bool,
     get: bool,
     keepttl: bool,
-    /// (argument, unit) of EX/PX.
-    expire: Option<(usize, Unit)>,
+    /// (argument index, kind) of EX/PX/EXAT/PXAT.
+    expire: Option<(usize, ExpireKind)>,
 }
 
 fn parse_set_options(args: &[Vec<u8>]) -> Result<SetOptions, Frame> {
@@ -77,8 +128,14 @@ fn parse_set_options(args: &[Vec<u8>]) -> Result<SetOptions, Frame> {
     while j < args.len() {
         let opt = &args[j];
         let has_next = j + 1 < args.len();
-        let has_px = matches!(o.expire, Some((_, Unit::Millis)));
-        let has_ex = matches!(o.expire, Some((_, Unit::Seconds)));
+        // An expire kind may repeat but never mix with another one or
+        // with KEEPTTL.
+        let expire_ok =
+            |kind: ExpireKind| !o.keepttl && o.expire.is_none_or(|(_, k)| k == kind) && has_next;
+        let kind = [("EX", EX), ("PX", PX), ("EXAT", EXAT), ("PXAT", PXAT)]
+            .into_iter()
+            .find(|(name, _)| is(opt, name))
+            .map(|(_, kind)| kind);
         if is(opt, "NX") && !o.xx {
             o.nx = true;
         } else if is(opt, "XX") && !o.nx {
@@ -87,11 +144,8 @@ fn parse_set_options(args: &[Vec<u8>]) -> Result<SetOptions, Frame> {
             o.get = true;
         } else if is(opt, "KEEPTTL") && o.expire.is_none() {
             o.keepttl = true;
-        } else if is(opt, "EX") && !o.keepttl && !has_px && has_next {
-            o.expire = Some((j + 1, Unit::Seconds));
-            j += 1;
-        } else if is(opt, "PX") && !o.keepttl && !has_ex && has_next {
-            o.expire = Some((j + 1, Unit::Millis));
+        } else if let Some(kind) = kind.filter(|k| expire_ok(*k)) {
+            o.expire = Some((j + 1, kind));
             j += 1;
         } else {
             return Err(Frame::error(err::SYNTAX));
@@ -107,11 +161,11 @@ fn set_generic(
     key: &[u8],
     value: &[u8],
     o: &SetOptions,
-    expire: Option<(&[u8], Unit)>,
+    expire: Option<(&[u8], ExpireKind)>,
     command: &str,
 ) -> Frame {
-    let deadline_ms = match expire {
-        Some((arg, unit)) => match relative_deadline(exec, arg, unit, command) {
+    let deadline = match expire {
+        Some((arg, kind)) => match expire_deadline(exec, arg, kind, command) {
             Ok(d) => Some(d),
             Err(e) => return e,
         },
@@ -134,16 +188,20 @@ fn set_generic(
             _ => Frame::Null,
         };
     }
-    let expires_at_ms = if o.keepttl {
-        existing.and_then(|e| e.expires_at_ms)
-    } else {
-        deadline_ms
+    let expires_at_ms = match deadline {
+        Some(d) => Some(d),
+        None if o.keepttl => existing.and_then(|e| e.expires_at_ms),
+        None => None,
     };
     let entry = Entry {
         value: Value::Str(value.to_vec()),
         expires_at_ms,
     };
     ks.put(exec.db, key, entry, exec.now_ms);
+    reply_after_set(old)
+}
+
+fn reply_after_set(old: Option<Option<Vec<u8>>>) -> Frame {
     match old {
         Some(Some(v)) => Frame::Bulk(v),
         Some(None) => Frame::Null,
@@ -156,7 +214,7 @@ pub(super) fn set(exec: &mut Exec<'_>, args: &[Vec<u8>]) -> Outcome {
         Ok(o) => o,
         Err(e) => return e.into(),
     };
-    let expire = o.expire.map(|(i, unit)| (args[i].as_slice(), unit));
+    let expire = o.expire.map(|(i, kind)| (args[i].as_slice(), kind));
     set_generic(exec, &args[1], &args[2], &o, expire, "set").into()
 }
 
@@ -175,32 +233,17 @@ pub(super) fn setnx(exec: &mut Exec<'_>, args: &[Vec<u8>]) -> Outcome {
 
 pub(super) fn setex(exec: &mut Exec<'_>, args: &[Vec<u8>]) -> Outcome {
     let o = SetOptions::default();
-    set_generic(
-        exec,
-        &args[1],
-        &args[3],
-        &o,
-        Some((&args[2], Unit::Seconds)),
-        "setex",
-    )
-    .into()
+    set_generic(exec, &args[1], &args[3], &o, Some((&args[2], EX)), "setex").into()
 }
 
 pub(super) fn psetex(exec: &mut Exec<'_>, args: &[Vec<u8>]) -> Outcome {
     let o = SetOptions::default();
-    set_generic(
-        exec,
-        &args[1],
-        &args[3],
-        &o,
-        Some((&args[2], Unit::Millis)),
-        "psetex",
-    )
-    .into()
+    set_generic(exec, &args[1], &args[3], &o, Some((&args[2], PX)), "psetex").into()
 }
 
-pub(super) fn incr(exec: &mut Exec<'_>, args: &[Vec<u8>]) -> Outcome {
-    let key = &args[1];
+/// Redis's `incrDecrCommand`: the value must be a string holding an
+/// integer; the TTL is kept.
+fn incr_decr(exec: &mut Exec<'_>, key: &[u8], by: i64) -> Frame {
     let mut ks = exec.keyspace();
     let (current, expires_at_ms) = match ks.lookup(exec.db, key, exec.now_ms) {
         None => (0, None),
@@ -209,17 +252,44 @@ pub(super) fn incr(exec: &mut Exec<'_>, args: &[Vec<u8>]) -> Outcome {
             expires_at_ms,
         }) => match parse_i64(s) {
             Some(n) => (n, *expires_at_ms),
-            None => return Frame::error(err::NOT_INTEGER).into(),
+            None => return Frame::error(err::NOT_INTEGER),
         },
-        Some(_) => return Frame::error(err::WRONGTYPE).into(),
+        Some(_) => return Frame::error(err::WRONGTYPE),
     };
-    let Some(next) = current.checked_add(1) else {
-        return Frame::error(err::OVERFLOW).into();
+    let Some(next) = current.checked_add(by) else {
+        return Frame::error(err::OVERFLOW);
     };
     let entry = Entry {
         value: Value::Str(next.to_string().into_bytes()),
         expires_at_ms,
     };
     ks.put(exec.db, key, entry, exec.now_ms);
-    Frame::Integer(next).into()
+    Frame::Integer(next)
+}
+
+pub(super) fn incr(exec: &mut Exec<'_>, args: &[Vec<u8>]) -> Outcome {
+    incr_decr(exec, &args[1], 1).into()
+}
+
+pub(super) fn decr(exec: &mut Exec<'_>, args: &[Vec<u8>]) -> Outcome {
+    incr_decr(exec, &args[1], -1).into()
+}
+
+pub(super) fn incrby(exec: &mut Exec<'_>, args: &[Vec<u8>]) -> Outcome {
+    match int_arg(&args[2]) {
+        Ok(by) => incr_decr(exec, &args[1], by),
+        Err(e) => e,
+    }
+    .into()
+}
+
+/// DECRBY refuses `i64::MIN` before looking at the key (its negation would
+/// overflow), with its own text.
+pub(super) fn decrby(exec: &mut Exec<'_>, args: &[Vec<u8>]) -> Outcome {
+    match int_arg(&args[2]) {
+        Ok(i64::MIN) => Frame::error("ERR decrement would overflow"),
+        Ok(by) => incr_decr(exec, &args[1], -by),
+        Err(e) => e,
+    }
+    .into()
 }
