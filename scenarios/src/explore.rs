@@ -6,14 +6,18 @@
 //! `random-faults` scenario ([`RandomFaults`]) plays one against three
 //! workers; [`explore`] generates schedules with proptest and, on the first
 //! one that makes the protocol violate a property, lets proptest **shrink**
-//! it — fewer faults, shorter windows, earlier times — to a minimal failing
-//! schedule. A schedule has a one-line text form, so every finding replays
-//! with `redfence replay random-faults --seed S --schedule '…'`.
+//! it — fewer faults, shorter windows, earlier times. proptest's shrinking
+//! is a heuristic, so [`minimize`] then makes the schedule **1-minimal**:
+//! dropping any one fault, or shortening any one window by a millisecond,
+//! makes the failure go away; the schedule is kept in time order. A schedule
+//! has a one-line text form, so every finding replays with
+//! `redfence replay random-faults --seed S --schedule '…'`.
 //!
 //! The generator is seeded: the same exploration seed tries the same
-//! schedules in the same order.
+//! schedules in the same order. [`explore_parallel`] runs one exploration
+//! seed per thread (consecutive seeds), stops them all at the first finding,
+//! and reports progress.
 
-use crate::names;
 use std::fmt;
 use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -25,6 +29,7 @@ use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, Test
 use redfence_core::FenceSourceKind;
 
 use crate::catalog::{jobs, plan, settle};
+use crate::names;
 use crate::property::Property;
 use crate::protocol::Protocol;
 use crate::run::{run_one, RunRecord, WorldFactory};
@@ -416,6 +421,68 @@ pub fn explore(
     seed: u64,
     budget: Budget,
 ) -> Exploration {
+    explore_until(worlds, protocol, seed, budget, &AtomicBool::new(false), &|_| {})
+}
+
+/// Most threads [`explore_parallel`] starts.
+pub const EXPLORE_JOBS_MAX: usize = 256;
+
+/// Explores on `jobs` threads, thread `i` with exploration seed `seed + i`
+/// and its share of `budget`; every thread stops at the first finding (or
+/// when the budget is spent), and the finding is made 1-minimal. `progress`
+/// is called with the schedules tried so far, after each.
+pub fn explore_parallel(
+    worlds: &dyn WorldFactory,
+    protocol: Arc<dyn Protocol>,
+    seed: u64,
+    jobs: usize,
+    budget: Budget,
+    progress: &(dyn Fn(u64) + Sync),
+) -> Exploration {
+    let jobs = jobs.clamp(1, EXPLORE_JOBS_MAX);
+    let stop = AtomicBool::new(false);
+    let tried = AtomicU64::new(0);
+    let results: Vec<Exploration> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..jobs)
+            .map(|i| {
+                let share = match budget {
+                    Budget::Cases(n) => {
+                        // The first `n % jobs` threads take one case more.
+                        let extra = u32::from(i < (n as usize % jobs));
+                        Budget::Cases(n / jobs as u32 + extra)
+                    }
+                    time => time,
+                };
+                let protocol = protocol.clone();
+                let (stop, tried) = (&stop, &tried);
+                scope.spawn(move || {
+                    let tick = |_: u64| progress(tried.fetch_add(1, Ordering::Relaxed) + 1);
+                    explore_until(worlds, protocol, seed + i as u64, share, stop, &tick)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("an exploration thread panicked"))
+            .collect()
+    });
+    let cases = results.iter().map(|r| r.cases).sum();
+    // The finding of the lowest seed, so a rerun that finds the same ones
+    // reports the same one.
+    let found = results.into_iter().find_map(|r| r.found);
+    Exploration { cases, found }
+}
+
+/// [`explore`], stopping early when `stop` is set (and setting it on a
+/// finding), calling `tick` after each schedule tried.
+fn explore_until(
+    worlds: &dyn WorldFactory,
+    protocol: Arc<dyn Protocol>,
+    seed: u64,
+    budget: Budget,
+    stop: &AtomicBool,
+    tick: &dyn Fn(u64),
+) -> Exploration {
     let cases = match budget {
         Budget::Cases(n) => n,
         Budget::Time(_) => u32::MAX,
@@ -442,12 +509,15 @@ pub fn explore(
     let strategy = (any::<u32>(), schedules());
     let result = runner.run(&strategy, |(world_seed, schedule)| {
         if !found.load(Ordering::Relaxed) {
+            if stop.load(Ordering::Relaxed) {
+                return Err(TestCaseError::reject("another thread found a failure"));
+            }
             if let Budget::Time(limit) = budget {
                 if started.elapsed() > limit {
                     return Err(TestCaseError::reject("time budget spent"));
                 }
             }
-            tried.fetch_add(1, Ordering::Relaxed);
+            tick(tried.fetch_add(1, Ordering::Relaxed) + 1);
         }
         let faults = schedule.faults.len();
         let record = run_one(
@@ -458,6 +528,7 @@ pub fn explore(
         );
         if record.failed() {
             if !found.swap(true, Ordering::Relaxed) {
+                stop.store(true, Ordering::Relaxed);
                 *first_faults.lock().unwrap_or_else(|e| e.into_inner()) = faults;
             }
             return Err(TestCaseError::fail(record.replay.clone()));
@@ -468,14 +539,7 @@ pub fn explore(
     match result {
         Err(TestError::Fail(_, (world_seed, schedule))) => {
             let seed = u64::from(world_seed);
-            let record = run_one(
-                worlds,
-                &RandomFaults {
-                    schedule: schedule.clone(),
-                },
-                protocol,
-                seed,
-            );
+            let (schedule, record) = minimize(worlds, protocol, seed, schedule);
             Exploration {
                 cases,
                 found: Some(Found {
@@ -490,4 +554,112 @@ pub fn explore(
         }
         _ => Exploration { cases, found: None },
     }
+}
+
+/// Most runs [`minimize`] makes (a bound on shrinking; a schedule of
+/// [`FAULTS_MAX`] windows needs far fewer).
+pub const MINIMIZE_RUNS_MAX: u32 = 4_000;
+
+/// Makes a failing `schedule` 1-minimal in world `seed`: it still fails,
+/// with a property it violated at the start (so shrinking never wanders off
+/// to another bug), and dropping any one fault or shortening any one window
+/// by a millisecond makes that failure go away. The result is in time order.
+/// Returns the schedule and its run.
+pub fn minimize(
+    worlds: &dyn WorldFactory,
+    protocol: Arc<dyn Protocol>,
+    seed: u64,
+    schedule: Schedule,
+) -> (Schedule, RunRecord) {
+    let run = |schedule: &Schedule| {
+        run_one(
+            worlds,
+            &RandomFaults {
+                schedule: schedule.clone(),
+            },
+            protocol.clone(),
+            seed,
+        )
+    };
+    let first = run(&schedule);
+    let target = first.violated();
+    // A run that broke without a violated property (an error) is matched by
+    // failing at all.
+    let fails = |record: &RunRecord| {
+        if target.is_empty() {
+            record.failed()
+        } else {
+            record.violated().iter().any(|p| target.contains(p))
+        }
+    };
+    if !fails(&first) {
+        return (schedule, first);
+    }
+    let mut best = (schedule, first);
+    let runs = std::cell::Cell::new(1_u32);
+    let try_candidate = |candidate: Schedule, best: &mut (Schedule, RunRecord)| -> bool {
+        if runs.get() >= MINIMIZE_RUNS_MAX {
+            return false;
+        }
+        runs.set(runs.get() + 1);
+        let record = run(&candidate);
+        if fails(&record) {
+            *best = (candidate, record);
+            true
+        } else {
+            false
+        }
+    };
+    // Time order first, so every later candidate keeps it.
+    let mut sorted = best.0.clone();
+    sorted.faults.sort_by_key(|w| w.at_ms);
+    if sorted != best.0 {
+        try_candidate(sorted, &mut best);
+    }
+    // Bounded: each accepted step removes a fault or shortens a window, and
+    // the loop ends when a full pass accepts none (or the run budget ends).
+    loop {
+        let mut changed = false;
+        let mut i = 0;
+        while i < best.0.faults.len() {
+            let mut candidate = best.0.clone();
+            candidate.faults.remove(i);
+            if try_candidate(candidate, &mut best) {
+                changed = true;
+            } else {
+                i += 1;
+            }
+        }
+        for i in 0..best.0.faults.len() {
+            if best.0.faults[i].kind == FaultKind::Crash {
+                continue; // its window is ignored
+            }
+            // Binary search for the shortest window that still fails, then
+            // make sure one millisecond less does not.
+            let (mut low, mut high) = (1_u64, best.0.faults[i].for_ms);
+            while low < high {
+                let mid = low + (high - low) / 2;
+                let mut candidate = best.0.clone();
+                candidate.faults[i].for_ms = mid;
+                if try_candidate(candidate, &mut best) {
+                    high = mid;
+                    changed = true;
+                } else {
+                    low = mid + 1;
+                }
+            }
+            while best.0.faults[i].for_ms > 1 {
+                let mut candidate = best.0.clone();
+                candidate.faults[i].for_ms -= 1;
+                if !try_candidate(candidate, &mut best) {
+                    break;
+                }
+                changed = true;
+            }
+        }
+        if !changed || runs.get() >= MINIMIZE_RUNS_MAX {
+            break;
+        }
+    }
+    best
 }

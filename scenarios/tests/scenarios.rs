@@ -14,7 +14,9 @@
 use std::sync::Arc;
 
 use redfence_scenarios::catalog::{self, hotspot_load};
-use redfence_scenarios::explore::{explore, Budget, RandomFaults, Schedule};
+use redfence_scenarios::explore::{
+    explore, explore_parallel, Budget, FaultKind, RandomFaults, Schedule,
+};
 use redfence_scenarios::mutation::CATCHES;
 use redfence_scenarios::protocols::{self, Reference};
 use redfence_scenarios::run::{run_one, RunRecord, REPLAY_SCHEDULE_ENV, REPLAY_SEED_ENV};
@@ -204,8 +206,16 @@ fn random_faults() {
         }
         return;
     }
-    let clean = explore(&SimWorlds, Arc::new(Reference), 1, Budget::Cases(25));
-    assert_eq!(clean.cases, 25);
+    // Four exploration seeds, one per thread, a fixed budget between them.
+    let clean = explore_parallel(
+        &SimWorlds,
+        Arc::new(Reference),
+        1,
+        4,
+        Budget::Cases(100),
+        &|_| {},
+    );
+    assert_eq!(clean.cases, 100);
     if let Some(found) = clean.found {
         panic!("{}", explain(&found.record));
     }
@@ -220,6 +230,45 @@ fn random_faults() {
         found.schedule.faults.len() <= found.faults_before_shrinking,
         "shrinking never adds faults"
     );
+    // 1-minimal: the schedule is in time order, and dropping any one fault
+    // or shortening any one window by a millisecond loses the violation.
+    let target = found.record.violated();
+    assert!(!target.is_empty(), "{}", explain(&found.record));
+    assert!(
+        found
+            .schedule
+            .faults
+            .windows(2)
+            .all(|pair| pair[0].at_ms <= pair[1].at_ms),
+        "not in time order: {}",
+        found.schedule
+    );
+    let still_fails = |schedule: Schedule| {
+        let record = run_one(
+            &SimWorlds,
+            &RandomFaults { schedule },
+            protocols::by_name("no-fence-check").expect("a shipped mutant"),
+            found.seed,
+        );
+        record.violated().iter().any(|p| target.contains(p))
+    };
+    for i in 0..found.schedule.faults.len() {
+        let mut fewer = found.schedule.clone();
+        fewer.faults.remove(i);
+        assert!(
+            !still_fails(fewer.clone()),
+            "dropping fault {i} still fails: {fewer}"
+        );
+        let window = found.schedule.faults[i];
+        if window.kind != FaultKind::Crash && window.for_ms > 1 {
+            let mut shorter = found.schedule.clone();
+            shorter.faults[i].for_ms -= 1;
+            assert!(
+                !still_fails(shorter.clone()),
+                "a shorter window {i} still fails: {shorter}"
+            );
+        }
+    }
     // The shrunk schedule replays to the same failure, byte for byte.
     let again = run_one(
         &SimWorlds,

@@ -1,16 +1,21 @@
 //! `redfence explore`: random fault schedules against one protocol until the
-//! time is up; the first failure is shrunk to a minimal schedule and printed
-//! with its replay line.
+//! time is up, one exploration seed per core; the first failure is shrunk to
+//! a 1-minimal schedule in time order and printed with its replay line.
+//! Progress goes to stderr every few seconds (a line each, so CI logs show
+//! it too).
 
 use redfence_scenarios::names;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Args;
-use redfence_scenarios::explore::{explore as run_exploration, Budget};
+use redfence_scenarios::explore::{explore_parallel, Budget, EXPLORE_JOBS_MAX};
 use redfence_scenarios::timeline::timeline;
 
 use super::CliError;
+
+/// How often progress is printed while exploring.
+const PROGRESS_EVERY: Duration = Duration::from_secs(5);
 
 /// Longest `--time` accepted (a day): a bound on a mistyped unit.
 const TIME_MAX: Duration = Duration::from_secs(86_400);
@@ -24,9 +29,13 @@ pub struct ExploreArgs {
     /// The protocol to explore.
     #[arg(long, default_value = names::protocol::REFERENCE)]
     protocol: String,
-    /// Exploration seed: the same seed tries the same schedules in order.
+    /// Exploration seed: the same seed tries the same schedules in order;
+    /// thread `i` explores seed `SEED + i`.
     #[arg(long, default_value_t = 0)]
     seed: u64,
+    /// Threads, each with its own exploration seed (default: every core).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=EXPLORE_JOBS_MAX as i64))]
+    jobs: Option<u32>,
     /// World: `sim` or `real`.
     #[arg(long, default_value = "sim")]
     world: String,
@@ -60,16 +69,37 @@ pub fn explore(args: ExploreArgs) -> Result<ExitCode, CliError> {
     let worlds = super::world(&args.world)?;
     let protocol = super::protocol(&args.protocol)?;
     let name = protocol.name().to_owned();
+    let jobs = args.jobs.map_or_else(
+        || std::thread::available_parallelism().map_or(1, |n| n.get()),
+        |n| n as usize,
+    );
     eprintln!(
-        "exploring {name} for {:?} with random fault schedules (seed {})…",
-        args.time, args.seed
+        "exploring {name} for {:?} with random fault schedules on {jobs} thread{} (seeds {}..={})…",
+        args.time,
+        if jobs == 1 { "" } else { "s" },
+        args.seed,
+        args.seed + jobs as u64 - 1
     );
     let started = std::time::Instant::now();
-    let result = run_exploration(
+    let last_report = std::sync::Mutex::new(started);
+    let progress = |tried: u64| {
+        let mut last = last_report.lock().unwrap_or_else(|e| e.into_inner());
+        if last.elapsed() >= PROGRESS_EVERY {
+            *last = std::time::Instant::now();
+            let secs = started.elapsed().as_secs_f64();
+            eprintln!(
+                "  {tried} schedules in {secs:.0} s ({:.0}/s), nothing found yet",
+                tried as f64 / secs.max(1e-9)
+            );
+        }
+    };
+    let result = explore_parallel(
         worlds.as_ref(),
         protocol,
         args.seed,
+        jobs,
         Budget::Time(args.time),
+        &progress,
     );
     let elapsed = started.elapsed().as_secs_f64();
     match result.found {
@@ -84,7 +114,8 @@ pub fn explore(args: ExploreArgs) -> Result<ExitCode, CliError> {
         Some(found) => {
             let record = &found.record;
             println!(
-                "{name} broke after {} schedules; shrunk from {} faults to {}:\n  {}\n",
+                "{name} broke after {} schedules; shrunk from {} faults to a 1-minimal {} \
+                 (in time order):\n  {}\n",
                 result.cases,
                 found.faults_before_shrinking,
                 found.schedule.faults.len(),
