@@ -421,7 +421,14 @@ pub fn explore(
     seed: u64,
     budget: Budget,
 ) -> Exploration {
-    explore_until(worlds, protocol, seed, budget, &AtomicBool::new(false), &|_| {})
+    explore_until(
+        worlds,
+        protocol,
+        seed,
+        budget,
+        &AtomicBool::new(false),
+        &|_| {},
+    )
 }
 
 /// Most threads [`explore_parallel`] starts.
