@@ -2,17 +2,19 @@
 //! shape of the code, as tests, so a change that breaks it fails CI instead
 //! of quietly making the document false.
 //!
-//! - no two source files import each other (a file-level import circle
+//! - no source files import each other in a circle, of any length, apart
+//!   from a module file and its own children (a file-level import circle
 //!   means two concerns that cannot be read, tested or moved apart);
 //! - `redfence-history` depends on no crate of ours, and `redfence-reports`
 //!   on `redfence-history` alone (reports render; they run nothing);
 //! - nothing in the repository points at files outside it.
 //!
-//! The import scan reads `crate::…` and `super::…` paths in each crate's
-//! `src/` (test modules after `#[cfg(test)]` and comments excluded) and
-//! resolves each to the longest module path that is a file. A parent
-//! module's own `mod child;` and `use child::…` are the module tree itself
-//! and are not counted.
+//! The import scan reads the `crate::…` and `super::…` paths in each
+//! crate's `src/` (grouped imports item by item) and a module's references
+//! to its own children (`child::item`), with test modules after
+//! `#[cfg(test)]` and comments left out, and resolves each to the longest
+//! module path that is a file. A module file and its own children share
+//! helpers both ways by design; every other circle fails.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -88,48 +90,127 @@ fn code_of(text: &str) -> String {
         .join("\n")
 }
 
-/// The module paths `code` refers to through `crate::` and `super::`,
-/// seen from module `me`.
+/// Splits `a, b::{c, d}, e` at the commas that are not inside braces.
+fn split_top_level(list: &str) -> Vec<&str> {
+    let mut parts = Vec::new();
+    let (mut depth, mut start) = (0_usize, 0);
+    for (i, c) in list.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' => depth = depth.saturating_sub(1),
+            ',' if depth == 0 => {
+                parts.push(list[start..i].trim());
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(list[start..].trim());
+    parts.into_iter().filter(|p| !p.is_empty()).collect()
+}
+
+/// The module paths one path expression names: `a::b::{c, d::e}` is
+/// `[a, b, c]` and `[a, b, d, e]`; a path stops at its first segment that is
+/// not a lower-case name (a type, a constant, `self`, a glob).
+fn expand(prefix: &[String], text: &str, out: &mut BTreeSet<Vec<String>>) {
+    let mut path = prefix.to_vec();
+    let mut rest = text;
+    // Bounded: every turn consumes a segment of `rest`.
+    loop {
+        if let Some(group) = rest.strip_prefix('{') {
+            let inner = group.rsplit_once('}').map_or(group, |(inner, _)| inner);
+            for part in split_top_level(inner) {
+                expand(&path, part, out);
+            }
+            return;
+        }
+        let name: String = rest
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect();
+        if name.is_empty() || name == "self" || !name.starts_with(|c: char| c.is_ascii_lowercase())
+        {
+            break;
+        }
+        rest = &rest[name.len()..];
+        path.push(name);
+        match rest.strip_prefix("::") {
+            Some(next) => rest = next,
+            None => break,
+        }
+    }
+    out.insert(path);
+}
+
+/// The module paths `code` refers to through `crate::`, `super::` and the
+/// names of its own child modules (`mod child;` … `child::item`), seen from
+/// module `me`; grouped imports (`use super::{a, b::c}`) name each module
+/// they list.
 fn references(code: &str, me: &[String]) -> BTreeSet<Vec<String>> {
     let bytes = code.as_bytes();
+    let children: Vec<String> = code
+        .lines()
+        .filter_map(|line| {
+            let line = line.trim();
+            let line = ["pub(crate) ", "pub(super) ", "pub "]
+                .iter()
+                .find_map(|p| line.strip_prefix(p))
+                .unwrap_or(line);
+            let name = line.strip_prefix("mod ")?.strip_suffix(';')?;
+            Some(name.trim().to_owned())
+        })
+        .collect();
     let mut refs = BTreeSet::new();
     let mut at = 0;
     // Bounded: every turn moves `at` forward.
     while at < bytes.len() {
         let rest = &code[at..];
-        let boundary = at == 0 || !(bytes[at - 1].is_ascii_alphanumeric() || bytes[at - 1] == b'_');
-        let (base, consumed) = if boundary && rest.starts_with("crate::") {
-            (Vec::new(), "crate::".len())
-        } else if boundary && rest.starts_with("super::") {
+        let boundary = at == 0
+            || !(bytes[at - 1].is_ascii_alphanumeric()
+                || bytes[at - 1] == b'_'
+                || bytes[at - 1] == b':');
+        let (base, skip) = if !boundary {
+            (None, 0)
+        } else if rest.starts_with("crate::") {
+            (Some(Vec::new()), "crate::".len())
+        } else if rest.starts_with("super::") {
             let mut ups = 0;
             let mut len = 0;
             while code[at + len..].starts_with("super::") {
                 ups += 1;
                 len += "super::".len();
             }
-            (me[..me.len().saturating_sub(ups)].to_vec(), len)
+            (Some(me[..me.len().saturating_sub(ups)].to_vec()), len)
+        } else if children
+            .iter()
+            .any(|c| rest.starts_with(c.as_str()) && rest[c.len()..].starts_with("::"))
+        {
+            (Some(me.to_vec()), 0)
         } else {
+            (None, 0)
+        };
+        let Some(base) = base else {
             at += rest.chars().next().map_or(1, char::len_utf8);
             continue;
         };
-        let mut path = base;
-        let tail = &code[at + consumed..];
-        for segment in tail.split("::") {
-            let name: String = segment
-                .chars()
-                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-                .collect();
-            if name.is_empty() || !name.starts_with(|c: char| c.is_ascii_lowercase()) {
-                break;
+        // The path text: names and `::`, and a `{…}` group taken whole.
+        let text = &code[at + skip..];
+        let mut end = 0;
+        let mut depth = 0_usize;
+        for (i, c) in text.char_indices() {
+            match c {
+                '{' => depth += 1,
+                '}' if depth > 0 => depth -= 1,
+                c if depth > 0 || c.is_ascii_alphanumeric() || c == '_' || c == ':' => {}
+                _ => break,
             }
-            let whole = name.len() == segment.len();
-            path.push(name);
-            if !whole {
+            end = i + c.len_utf8();
+            if depth == 0 && c == '}' {
                 break;
             }
         }
-        refs.insert(path);
-        at += consumed;
+        expand(&base, &text[..end], &mut refs);
+        at += skip.max(1);
     }
     refs
 }
@@ -165,23 +246,64 @@ fn import_edges() -> BTreeSet<(PathBuf, PathBuf)> {
     edges
 }
 
-/// Pairs of files that import each other, as `a <-> b` with `a < b`.
-fn circles(edges: &BTreeSet<(PathBuf, PathBuf)>) -> Vec<String> {
-    edges
-        .iter()
-        .filter(|(a, b)| a < b && edges.contains(&(b.clone(), a.clone())))
-        .map(|(a, b)| {
-            format!(
-                "{} <-> {}",
-                a.strip_prefix(repo()).unwrap_or(a).display(),
-                b.strip_prefix(repo()).unwrap_or(b).display()
-            )
-        })
-        .collect()
+/// Whether `parent` is the module file (`mod.rs`, `lib.rs`, `main.rs`)
+/// that declares `child`: a module and its own children share helpers both
+/// ways by design (the children's common code lives in `mod.rs`), so that
+/// pair is the module tree, not a circle.
+fn declares(parent: &Path, child: &Path) -> bool {
+    let is_module_file = matches!(
+        parent.file_name().and_then(|n| n.to_str()),
+        Some("mod.rs" | "lib.rs" | "main.rs")
+    );
+    let child_dir = if child.file_name().and_then(|n| n.to_str()) == Some("mod.rs") {
+        child.parent().and_then(Path::parent)
+    } else {
+        child.parent()
+    };
+    is_module_file && parent != child && child_dir == parent.parent()
+}
+
+/// The import circles among `edges`, of any length, leaving out a module's
+/// edges to and from its own children: each circle as its files, sorted.
+fn circles(edges: &BTreeSet<(PathBuf, PathBuf)>) -> Vec<Vec<String>> {
+    let mut next: BTreeMap<&PathBuf, Vec<&PathBuf>> = BTreeMap::new();
+    for (a, b) in edges {
+        if !declares(a, b) && !declares(b, a) {
+            next.entry(a).or_default().push(b);
+        }
+    }
+    // What each file reaches (bounded by the number of files).
+    let reach = |from: &PathBuf| -> BTreeSet<PathBuf> {
+        let mut seen = BTreeSet::new();
+        let mut stack = vec![from.clone()];
+        while let Some(file) = stack.pop() {
+            for to in next.get(&file).into_iter().flatten() {
+                if seen.insert((*to).clone()) {
+                    stack.push((*to).clone());
+                }
+            }
+        }
+        seen
+    };
+    let reached: BTreeMap<PathBuf, BTreeSet<PathBuf>> =
+        next.keys().map(|f| ((*f).clone(), reach(f))).collect();
+    let mut found: BTreeSet<Vec<String>> = BTreeSet::new();
+    for (file, reaches) in &reached {
+        if !reaches.contains(file) {
+            continue;
+        }
+        let circle: Vec<String> = reaches
+            .iter()
+            .filter(|other| reached.get(*other).is_some_and(|r| r.contains(file)))
+            .map(|f| f.strip_prefix(repo()).unwrap_or(f).display().to_string())
+            .collect();
+        found.insert(circle);
+    }
+    found.into_iter().collect()
 }
 
 #[test]
-fn no_two_files_import_each_other() {
+fn no_files_import_each_other_in_a_circle() {
     let edges = import_edges();
     assert!(
         edges.len() > 100,
@@ -201,19 +323,44 @@ fn the_scan_resolves_paths_and_sees_a_circle_when_there_is_one() {
         &keys,
     );
     assert_eq!(refs, BTreeSet::from([path(&["redis", "frame"])]));
+    // Grouped imports name every module they list, nested groups included.
     let refs = references(
-        "use super::exec::Exec;\nlet x = crate::history::FenceRecord::new();",
-        &path(&["redis", "server"]),
+        "use super::{\n    holdings::holdings,\n    lookup::{self, find},\n    more,\n};",
+        &path(&["checker", "fail_closed"]),
     );
-    assert!(refs.contains(&path(&["redis", "exec"])), "{refs:?}");
-    assert!(refs.contains(&path(&["history"])), "{refs:?}");
-    let a = repo().join("a.rs");
-    let b = repo().join("b.rs");
-    let c = repo().join("c.rs");
-    let edges = BTreeSet::from([(a.clone(), b.clone()), (b.clone(), c.clone())]);
-    assert!(circles(&edges).is_empty());
-    let edges = BTreeSet::from([(a.clone(), b.clone()), (b, a)]);
-    assert_eq!(circles(&edges), ["a.rs <-> b.rs"]);
+    assert!(
+        refs.contains(&path(&["checker", "holdings", "holdings"])),
+        "{refs:?}"
+    );
+    assert!(
+        refs.contains(&path(&["checker", "lookup", "find"])),
+        "{refs:?}"
+    );
+    assert!(refs.contains(&path(&["checker", "more"])), "{refs:?}");
+    // A module's own children, named without `self::`.
+    let refs = references(
+        "mod keys;\nfn f() { keys::get(); }",
+        &path(&["redis", "cmd"]),
+    );
+    assert!(
+        refs.contains(&path(&["redis", "cmd", "keys", "get"])),
+        "{refs:?}"
+    );
+
+    let file = |name: &str| repo().join(name);
+    let (a, b, c) = (file("x/a.rs"), file("x/b.rs"), file("x/c.rs"));
+    let line = BTreeSet::from([(a.clone(), b.clone()), (b.clone(), c.clone())]);
+    assert!(circles(&line).is_empty());
+    let three = BTreeSet::from([
+        (a.clone(), b.clone()),
+        (b.clone(), c.clone()),
+        (c.clone(), a.clone()),
+    ]);
+    assert_eq!(circles(&three), [vec!["x/a.rs", "x/b.rs", "x/c.rs"]]);
+    // A module file and its own child may share helpers both ways.
+    let module = file("x/mod.rs");
+    let tree = BTreeSet::from([(module.clone(), a.clone()), (a, module)]);
+    assert!(circles(&tree).is_empty());
 }
 
 /// The names of our crates a manifest lists under `[dependencies]`.

@@ -163,8 +163,16 @@ impl RunRecord {
     }
 }
 
-/// The one line that replays a run with the CLI, and its `cargo test`
-/// equivalent.
+/// Whether `protocol` is built into redfence (the reference or a shipped
+/// mutant), so that `redfence replay` can rebuild it by name.
+pub fn is_built_in(protocol: &str) -> bool {
+    protocol == crate::names::protocol::REFERENCE || crate::names::mutant::ALL.contains(&protocol)
+}
+
+/// The one line that replays a run: for a built-in protocol, the CLI
+/// command and its `cargo test` equivalent; for a team's own protocol, the
+/// library call that runs *their* code again (the CLI knows only the
+/// built-in protocols by name).
 pub fn replay_line(
     scenario: &str,
     protocol: &str,
@@ -172,6 +180,28 @@ pub fn replay_line(
     seed: u64,
     schedule: Option<&str>,
 ) -> String {
+    if !is_built_in(protocol) {
+        let schedule = match schedule {
+            Some(s) => format!("Some(\"{s}\")"),
+            None => "None".to_owned(),
+        };
+        return match world {
+            WorldKind::Sim => format!(
+                "redfence_scenarios::replay::replay(\"{scenario}\", {schedule}, \
+                 Arc::new(<your {protocol} protocol>), {seed})   (your own lock: call this \
+                 from your crate; it returns the run's record, and \
+                 redfence_scenarios::timeline::timeline(record.history.as_ref().unwrap()) \
+                 prints it)"
+            ),
+            // The real world re-runs a seed; it cannot reproduce one.
+            WorldKind::Real => format!(
+                "redfence_scenarios::run::run_one(&RealWorlds::from_env()?, \
+                 catalog::by_name(\"{scenario}\").unwrap().as_ref(), \
+                 Arc::new(<your {protocol} protocol>), {seed})   (your own lock, real \
+                 servers: re-runs the seed, timing is real)"
+            ),
+        };
+    }
     let world_flag = match world {
         WorldKind::Sim => String::new(),
         WorldKind::Real => " --world real".to_owned(),

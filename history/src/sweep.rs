@@ -242,6 +242,95 @@ impl Sweep {
             .filter(|c| c.status == CellStatus::Missed)
             .collect()
     }
+
+    /// The sweep in one line: per protocol that had to pass, how many
+    /// scenarios it held; for the mutants, how many promised catches
+    /// happened (`my-lock: 10/12 scenarios held (failed: late-unlock,
+    /// stale-worker-pause)`).
+    pub fn verdict_line(&self) -> String {
+        let mut parts = Vec::new();
+        for protocol in &self.protocols {
+            let cells: Vec<&Cell> = self
+                .cells
+                .iter()
+                .filter(|c| c.protocol == protocol.name && c.expectation == Expectation::Pass)
+                .collect();
+            if cells.is_empty() {
+                continue;
+            }
+            let failed: Vec<&str> = cells
+                .iter()
+                .filter(|c| c.status == CellStatus::Failed)
+                .map(|c| c.scenario.as_str())
+                .collect();
+            let mut part = format!(
+                "{}: {}/{} scenarios held",
+                protocol.name,
+                cells.len() - failed.len(),
+                cells.len()
+            );
+            if !failed.is_empty() {
+                part.push_str(&format!(" (failed: {})", failed.join(", ")));
+            }
+            parts.push(part);
+        }
+        let promised: u64 = self.mutants.iter().map(|m| m.promised).sum();
+        if promised > 0 {
+            let caught: u64 = self.mutants.iter().map(|m| m.caught).sum();
+            parts.push(format!(
+                "{}/{} mutants caught ({caught}/{promised} promised catches)",
+                self.mutants
+                    .iter()
+                    .filter(|m| m.caught == m.promised)
+                    .count(),
+                self.mutants.len()
+            ));
+        }
+        parts.join("; ")
+    }
+
+    /// What a failing sweep has to say, for a test's failure message: the
+    /// verdict line, then every cell that had to pass and failed (each
+    /// violated property with its explanation, or why the run broke, and
+    /// the line that replays it) and every promised catch that did not
+    /// happen. Empty when [`Sweep::ok`].
+    pub fn failures_text(&self) -> String {
+        if self.ok() {
+            return String::new();
+        }
+        let mut out = self.verdict_line();
+        for cell in self.failed_cells() {
+            out.push_str(&format!("\n\n{} × {}:", cell.scenario, cell.protocol));
+            if let Some(run) = &cell.first_failure {
+                for verdict in run.verdicts.iter().filter(|v| v.status == Status::Violated) {
+                    out.push_str(&format!(
+                        "\n  violates {}: {}",
+                        verdict.property.name(),
+                        verdict.explanation
+                    ));
+                }
+                if let Some(error) = &run.error {
+                    out.push_str(&format!("\n  run: {error}"));
+                }
+                out.push_str(&format!("\n  replay: {}", run.replay));
+            }
+        }
+        for cell in self.missed() {
+            out.push_str(&format!(
+                "\n\n{} × {}: a promised catch did not happen in {} seeds",
+                cell.scenario, cell.protocol, cell.runs
+            ));
+        }
+        out
+    }
+
+    /// Panics with [`Sweep::failures_text`] unless [`Sweep::ok`]: the
+    /// assertion a team's test makes after verifying its lock, so that a
+    /// failure says what broke, why, and how to replay it.
+    #[track_caller]
+    pub fn assert_ok(&self) {
+        assert!(self.ok(), "{}", self.failures_text());
+    }
 }
 
 /// One cell being reduced: feed it every run of the cell with [`CellAcc::add`],

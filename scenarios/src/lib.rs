@@ -32,6 +32,7 @@ pub mod protocol;
 pub mod protocols;
 pub mod real_world;
 pub mod recorder;
+pub mod replay;
 pub mod run;
 pub mod scenario;
 pub mod sim_world;

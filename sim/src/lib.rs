@@ -14,8 +14,13 @@
 // variable replaces `.cargo/config.toml`'s flags silently; refuse to build.
 #[cfg(not(tokio_unstable))]
 compile_error!(
-    "redfence-sim needs `--cfg tokio_unstable` (set in .cargo/config.toml; \
-     if you set RUSTFLAGS, add `--cfg tokio_unstable` to it)"
+    "redfence-sim needs `--cfg tokio_unstable` so that one seed gives one run. In the \
+     crate that depends on redfence (yours), create `.cargo/config.toml` next to its \
+     Cargo.toml with:\n\n[build]\nrustflags = [\"--cfg\", \"tokio_unstable\"]\n\
+     rustdocflags = [\"--cfg\", \"tokio_unstable\"]\n\n(one full rebuild of your \
+     dependencies follows). If you set RUSTFLAGS, it replaces that file's flags: add \
+     `--cfg tokio_unstable` to it. See the README section \"Verify your own lock from \
+     your crate\"."
 );
 
 pub mod connection;

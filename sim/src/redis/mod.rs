@@ -13,11 +13,15 @@
 //! [`frame`] RESP2 parse/encode; `connection` one client's read–execute–
 //! write loop; `keyspace` keys, values, expiry, the ownership hooks and
 //! WATCH;
-//! `cmd` one file per command group; `dispatch` the checks before a
-//! handler (and MULTI queueing); `scripting` + `lua` EVAL and the Lua
-//! sandbox; `replication` primary→replica effects stream and WAIT; `server`
-//! the state of one running instance (with its clients' transactions,
-//! subscriptions and BLPOP waiters).
+//! `cmd` one file per command group, `err` their error texts; `exec` a
+//! handler's context; `dispatch` the checks before a handler (and MULTI
+//! queueing); `scripting` + `lua` EVAL and the Lua sandbox over
+//! `script_cache` (engine and compiled scripts); `replication`
+//! primary→replica effects stream and WAIT over `repl_state` (role, feeds,
+//! offsets, effects on the wire); `instance` starting and promoting;
+//! `transport` the networks an instance lives on; `server` the state of one
+//! running instance (with its clients' transactions, subscriptions and
+//! BLPOP waiters), which imports none of what drives it.
 //!
 //! Commands: strings, keys, lists (with blocking BLPOP), hashes,
 //! transactions (MULTI/EXEC/WATCH), pub/sub, scripts, connection and
@@ -33,6 +37,7 @@ mod clock;
 mod cmd;
 mod connection;
 mod dispatch;
+pub(crate) mod err;
 mod exec;
 pub mod frame;
 mod instance;
@@ -40,6 +45,7 @@ mod keyspace;
 mod lua;
 mod repl_state;
 mod replication;
+mod script_cache;
 mod scripting;
 mod server;
 mod transport;

@@ -13,72 +13,11 @@
 //! instance starts, and never touched by anything but scripts.
 
 use std::cell::Cell;
-use std::collections::BTreeMap;
-
-use mlua::Function;
 
 use super::cmd::{err, parse_i64};
 use super::exec::Exec;
 use super::frame::Frame;
-use super::lua::{LuaEngine, Rand48};
-
-/// Most scripts cached at once; loading more is refused (OOM) rather than
-/// letting a runaway client grow the cache without bound.
-pub(crate) const SCRIPTS_MAX: usize = 100_000;
-
-const NOSCRIPT: &str = "NOSCRIPT No matching script. Please use EVAL.";
-
-/// One server instance's scripting state.
-pub(crate) struct Scripting {
-    /// Created on first use; dropped by SCRIPT FLUSH.
-    engine: Option<LuaEngine>,
-    /// sha1 (lowercase hex) → compiled function.
-    cache: BTreeMap<String, Function>,
-    rand: Rand48,
-}
-
-impl Scripting {
-    pub(crate) fn new() -> Self {
-        Self {
-            engine: None,
-            cache: BTreeMap::new(),
-            rand: Rand48::new(),
-        }
-    }
-
-    fn engine(&mut self) -> Result<&LuaEngine, Frame> {
-        if self.engine.is_none() {
-            let engine = LuaEngine::new(self.rand.clone())
-                .map_err(|e| Frame::error(format!("ERR cannot start Lua: {e}")))?;
-            self.engine = Some(engine);
-        }
-        self.engine
-            .as_ref()
-            .ok_or_else(|| Frame::error("ERR cannot start Lua"))
-    }
-
-    /// Compiles and caches `body`; returns its sha1.
-    fn load(&mut self, body: &[u8]) -> Result<String, Frame> {
-        let sha = sha1_smol::Sha1::from(body).digest().to_string();
-        if self.cache.contains_key(&sha) {
-            return Ok(sha);
-        }
-        if self.cache.len() >= SCRIPTS_MAX {
-            return Err(Frame::error(err::OOM));
-        }
-        let function = self.engine()?.compile(body).map_err(|msg| {
-            Frame::error(format!("ERR Error compiling script (new function): {msg}"))
-        })?;
-        self.cache.insert(sha.clone(), function);
-        Ok(sha)
-    }
-
-    fn flush(&mut self) {
-        // Functions reference the Lua state: drop them before it.
-        self.cache.clear();
-        self.engine = None;
-    }
-}
+use super::script_cache::NOSCRIPT;
 
 /// EVAL (`by_sha = false`) and EVALSHA (`by_sha = true`).
 pub(crate) fn eval(exec: &mut Exec<'_>, args: &[Vec<u8>], by_sha: bool) -> Frame {

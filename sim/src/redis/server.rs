@@ -19,7 +19,7 @@ use super::clock::Clock;
 use super::frame::Frame;
 use super::keyspace::Keyspace;
 use super::repl_state::Replication;
-use super::scripting::Scripting;
+use super::script_cache::Scripting;
 use super::transport::Transport;
 use super::{OwnershipLog, RedisConfig};
 

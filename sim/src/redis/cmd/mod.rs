@@ -28,14 +28,7 @@ pub(crate) use transactions::runs_inside_multi;
 use super::exec::Exec;
 use super::frame::Frame;
 
-/// Redis's canonical error texts (checked against redis-server 7.0.15).
-pub(crate) mod err {
-    pub const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
-    pub const NOT_INTEGER: &str = "ERR value is not an integer or out of range";
-    pub const SYNTAX: &str = "ERR syntax error";
-    pub const OVERFLOW: &str = "ERR increment or decrement would overflow";
-    pub const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
-}
+pub(crate) use super::err;
 
 /// Command flags (the subset of Redis's that changes behaviour here).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
