@@ -7,14 +7,15 @@
 //! ```sh
 //! redfence run --scenario stale-worker-pause --scenario failover-counter-regression \
 //!   --scenario crash-after-acquire --scenario redis-unavailable --protocol reference \
-//!   --protocol no-fence-check --protocol redis-counter-fences --seeds 1 --out g1 --format json
+//!   --protocol no-fence-check --protocol redis-counter-fences --seeds 1 --out report/ --format json
 //! redfence run --scenario hotspot-load --protocol reference --seeds 1 --curve-seeds 1 \
-//!   --out g2 --format json
+//!   --out report/ --format json
 //! redfence run --scenario crash-after-acquire --protocol reference --seeds 1 --json bare.json
 //! ```
 //!
-//! (`sweep_report.json` = g1/report.json, `hotspot_report.json` =
-//! g2/report.json, `bare_sweep.json` = bare.json.)
+//! (each in a folder of its own; `sweep_report.json` = the first one's
+//! report/report.json, `hotspot_report.json` = the second one's,
+//! `bare_sweep.json` = bare.json; compacted to one line.)
 
 #![allow(dead_code)]
 
