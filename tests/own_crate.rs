@@ -10,6 +10,7 @@
 //! runs this test; its `Cargo.lock` is this workspace's, so it builds
 //! offline with the versions CI already has.
 
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -57,6 +58,22 @@ fn correct_team_lock_survives_every_scenario() {
 }
 "#;
 
+/// A child started in its own process group; dropping it (on any panic of
+/// this test, the deadline included) kills the whole group, so no cargo,
+/// rustc or test process outlives the test.
+struct Group(std::process::Child);
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        if let Ok(None) = self.0.try_wait() {
+            let _ = Command::new("kill")
+                .args(["-KILL", &format!("-{}", self.0.id())])
+                .status();
+            let _ = self.0.wait();
+        }
+    }
+}
+
 /// Removes the scratch folder when the test ends, however it ends.
 struct Scratch(PathBuf);
 
@@ -100,7 +117,10 @@ fn a_crate_outside_the_workspace_verifies_its_own_lock() {
     std::fs::copy(repo.join("Cargo.lock"), dir.join("Cargo.lock")).expect("copy Cargo.lock");
 
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
-    let mut child = Command::new(cargo)
+    // Output to files in the scratch folder: a pipe nobody reads while
+    // cargo runs would fill and stall it.
+    let log = |name: &str| std::fs::File::create(dir.join(name)).expect("log file");
+    let child = Command::new(cargo)
         .args([
             "test",
             "--offline",
@@ -114,26 +134,28 @@ fn a_crate_outside_the_workspace_verifies_its_own_lock() {
         // The flag must come from the team's .cargo/config.toml, not from us.
         .env_remove("RUSTFLAGS")
         .env_remove("CARGO_ENCODED_RUSTFLAGS")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
+        .stdout(Stdio::from(log("stdout.txt")))
+        .stderr(Stdio::from(log("stderr.txt")))
+        // Its own process group, so the guard can stop cargo and everything
+        // it started (rustc, the test binary) at once.
+        .process_group(0)
         .spawn()
         .expect("cargo runs");
+    let mut child = Group(child);
     let started = Instant::now();
     // Bounded: polls until the child exits or the deadline passes.
     let status = loop {
-        if let Some(status) = child.try_wait().expect("wait for cargo") {
+        if let Some(status) = child.0.try_wait().expect("wait for cargo") {
             break status;
         }
-        if started.elapsed() > BUILD_AND_TEST_MAX {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("the scratch crate's cargo test took over {BUILD_AND_TEST_MAX:?}");
-        }
+        assert!(
+            started.elapsed() <= BUILD_AND_TEST_MAX,
+            "the scratch crate's cargo test took over {BUILD_AND_TEST_MAX:?}"
+        );
         std::thread::sleep(Duration::from_millis(200));
     };
-    let output = child.wait_with_output().expect("cargo output");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
+    let read = |name: &str| std::fs::read_to_string(dir.join(name)).unwrap_or_default();
+    let (stdout, stderr) = (read("stdout.txt"), read("stderr.txt"));
     let all = format!("{stdout}\n{stderr}");
     assert!(
         all.contains("test correct_team_lock_survives_every_scenario ... ok"),
@@ -150,7 +172,8 @@ fn a_crate_outside_the_workspace_verifies_its_own_lock() {
         "late-unlock × broken-team-lock:",
         "violates unlock-safety: ",
         "replay: redfence_scenarios::replay::replay(\"late-unlock\", None, \
-         Arc::new(<your broken-team-lock protocol>), ",
+         std::sync::Arc::new(YourLock), ",
+        "(your own lock, here broken-team-lock: ",
     ] {
         assert!(
             all.contains(expected),

@@ -188,17 +188,18 @@ pub fn replay_line(
         return match world {
             WorldKind::Sim => format!(
                 "redfence_scenarios::replay::replay(\"{scenario}\", {schedule}, \
-                 Arc::new(<your {protocol} protocol>), {seed})   (your own lock: call this \
-                 from your crate; it returns the run's record, and \
+                 std::sync::Arc::new(YourLock), {seed}).unwrap()   (your own lock, here \
+                 {protocol}: call this from your crate with your protocol's value; it returns \
+                 the run's record, and \
                  redfence_scenarios::timeline::timeline(record.history.as_ref().unwrap()) \
                  prints it)"
             ),
             // The real world re-runs a seed; it cannot reproduce one.
             WorldKind::Real => format!(
-                "redfence_scenarios::run::run_one(&RealWorlds::from_env()?, \
-                 catalog::by_name(\"{scenario}\").unwrap().as_ref(), \
-                 Arc::new(<your {protocol} protocol>), {seed})   (your own lock, real \
-                 servers: re-runs the seed, timing is real)"
+                "redfence_scenarios::replay::replay_in(&redfence_scenarios::real_world::\
+                 RealWorlds::from_env().unwrap(), \"{scenario}\", {schedule}, \
+                 std::sync::Arc::new(YourLock), {seed}).unwrap()   (your own lock, here \
+                 {protocol}, on real servers: re-runs the seed, timing is real)"
             ),
         };
     }

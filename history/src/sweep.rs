@@ -245,8 +245,8 @@ impl Sweep {
 
     /// The sweep in one line: per protocol that had to pass, how many
     /// scenarios it held; for the mutants, how many promised catches
-    /// happened (`my-lock: 10/12 scenarios held (failed: late-unlock,
-    /// stale-worker-pause)`).
+    /// happened (`my-lock: 10/12 scenarios held (failed:
+    /// stale-worker-pause, late-unlock)`).
     pub fn verdict_line(&self) -> String {
         let mut parts = Vec::new();
         for protocol in &self.protocols {
@@ -277,13 +277,13 @@ impl Sweep {
         let promised: u64 = self.mutants.iter().map(|m| m.promised).sum();
         if promised > 0 {
             let caught: u64 = self.mutants.iter().map(|m| m.caught).sum();
+            // A mutant with nothing promised in this sweep is not counted.
+            let mutants: Vec<&MutantScore> =
+                self.mutants.iter().filter(|m| m.promised > 0).collect();
             parts.push(format!(
                 "{}/{} mutants caught ({caught}/{promised} promised catches)",
-                self.mutants
-                    .iter()
-                    .filter(|m| m.caught == m.promised)
-                    .count(),
-                self.mutants.len()
+                mutants.iter().filter(|m| m.caught == m.promised).count(),
+                mutants.len()
             ));
         }
         parts.join("; ")

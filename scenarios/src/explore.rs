@@ -403,6 +403,10 @@ pub struct Found {
     pub record: RunRecord,
     /// Faults in the first failing schedule, before shrinking.
     pub faults_before_shrinking: usize,
+    /// Whether `schedule` is proven 1-minimal and in time order (false when
+    /// [`MINIMIZE_RUNS_MAX`] ran out first, or when time order lost the
+    /// failure).
+    pub minimal: bool,
 }
 
 /// How long or how much to explore.
@@ -464,7 +468,14 @@ pub fn explore_parallel(
                 let (stop, tried) = (&stop, &tried);
                 scope.spawn(move || {
                     let tick = |_: u64| progress(tried.fetch_add(1, Ordering::Relaxed) + 1);
-                    explore_until(worlds, protocol, seed + i as u64, share, stop, &tick)
+                    explore_until(
+                        worlds,
+                        protocol,
+                        seed.wrapping_add(i as u64),
+                        share,
+                        stop,
+                        &tick,
+                    )
                 })
             })
             .collect();
@@ -474,8 +485,8 @@ pub fn explore_parallel(
             .collect()
     });
     let cases = results.iter().map(|r| r.cases).sum();
-    // The finding of the lowest seed, so a rerun that finds the same ones
-    // reports the same one.
+    // The first thread's finding among those that found one; which threads
+    // find anything before the others stop depends on timing.
     let found = results.into_iter().find_map(|r| r.found);
     Exploration { cases, found }
 }
@@ -511,6 +522,9 @@ fn explore_until(
     let tried = AtomicU64::new(0);
     let found = AtomicBool::new(false);
     let first_faults = Mutex::new(0_usize);
+    // The properties the first failing run violated: shrinking keeps to
+    // them, so it never wanders off to another bug.
+    let target: Mutex<Option<Vec<Property>>> = Mutex::new(None);
     // The world seed of each case comes with the schedule, so a shrunk
     // schedule keeps failing in the same world.
     let strategy = (any::<u32>(), schedules());
@@ -533,7 +547,19 @@ fn explore_until(
             protocol.clone(),
             u64::from(world_seed),
         );
-        if record.failed() {
+        let fails = {
+            let mut target = target.lock().unwrap_or_else(|e| e.into_inner());
+            match target.as_ref() {
+                None => record.failed(),
+                Some(t) if t.is_empty() => record.failed(),
+                Some(t) => record.violated().iter().any(|p| t.contains(p)),
+            }
+            .then(|| {
+                target.get_or_insert_with(|| record.violated());
+            })
+            .is_some()
+        };
+        if fails {
             if !found.swap(true, Ordering::Relaxed) {
                 stop.store(true, Ordering::Relaxed);
                 *first_faults.lock().unwrap_or_else(|e| e.into_inner()) = faults;
@@ -546,7 +572,7 @@ fn explore_until(
     match result {
         Err(TestError::Fail(_, (world_seed, schedule))) => {
             let seed = u64::from(world_seed);
-            let (schedule, record) = minimize(worlds, protocol, seed, schedule);
+            let (schedule, record, minimal) = minimize(worlds, protocol, seed, schedule);
             Exploration {
                 cases,
                 found: Some(Found {
@@ -556,6 +582,7 @@ fn explore_until(
                     faults_before_shrinking: *first_faults
                         .lock()
                         .unwrap_or_else(|e| e.into_inner()),
+                    minimal,
                 }),
             }
         }
@@ -571,13 +598,15 @@ pub const MINIMIZE_RUNS_MAX: u32 = 4_000;
 /// with a property it violated at the start (so shrinking never wanders off
 /// to another bug), and dropping any one fault or shortening any one window
 /// by a millisecond makes that failure go away. The result is in time order.
-/// Returns the schedule and its run.
+/// Returns the schedule, its run, and whether both claims hold (false when
+/// [`MINIMIZE_RUNS_MAX`] ran out first, or when putting the faults in time
+/// order lost the failure — equal start times are played in list order).
 pub fn minimize(
     worlds: &dyn WorldFactory,
     protocol: Arc<dyn Protocol>,
     seed: u64,
     schedule: Schedule,
-) -> (Schedule, RunRecord) {
+) -> (Schedule, RunRecord, bool) {
     let run = |schedule: &Schedule| {
         run_one(
             worlds,
@@ -600,7 +629,7 @@ pub fn minimize(
         }
     };
     if !fails(&first) {
-        return (schedule, first);
+        return (schedule, first, false);
     }
     let mut best = (schedule, first);
     let runs = std::cell::Cell::new(1_u32);
@@ -668,5 +697,7 @@ pub fn minimize(
             break;
         }
     }
-    best
+    let in_time_order = best.0.faults.windows(2).all(|w| w[0].at_ms <= w[1].at_ms);
+    let minimal = in_time_order && runs.get() < MINIMIZE_RUNS_MAX;
+    (best.0, best.1, minimal)
 }

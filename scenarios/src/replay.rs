@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use crate::protocol::Protocol;
-use crate::run::RunRecord;
+use crate::run::{RunRecord, WorldFactory};
 use crate::scenario::Scenario;
 
 /// Why [`replay`] could not run.
@@ -36,6 +36,24 @@ pub fn replay(
     protocol: Arc<dyn Protocol>,
     seed: u64,
 ) -> Result<RunRecord, ReplayError> {
+    replay_in(
+        &crate::sim_world::SimWorlds,
+        scenario,
+        schedule,
+        protocol,
+        seed,
+    )
+}
+
+/// [`replay`] in a world from `worlds` (the real world re-runs the seed:
+/// timing there is real, so the run is a new one).
+pub fn replay_in(
+    worlds: &dyn WorldFactory,
+    scenario: &str,
+    schedule: Option<&str>,
+    protocol: Arc<dyn Protocol>,
+    seed: u64,
+) -> Result<RunRecord, ReplayError> {
     let random = crate::names::scenario::RANDOM_FAULTS;
     let scenario: Arc<dyn Scenario> = match (scenario, schedule) {
         (name, Some(text)) if name == random => Arc::new(crate::explore::RandomFaults {
@@ -55,7 +73,7 @@ pub fn replay(
             .ok_or_else(|| ReplayError::UnknownScenario(name.to_owned()))?,
     };
     Ok(crate::run::run_one(
-        &crate::sim_world::SimWorlds,
+        worlds,
         scenario.as_ref(),
         protocol,
         seed,

@@ -168,7 +168,20 @@ pub fn sweep(
 /// verifies a protocol. Every cell is expected to pass; [`Sweep::ok`] says
 /// whether all did, and each failing cell keeps its first failure with the
 /// line that replays it.
+///
+/// # Panics
+///
+/// When the protocol takes a built-in name (`reference` or a shipped
+/// mutant's): the sweep would judge it as that protocol — a mutant's
+/// promises instead of "must pass" — and its replay line would run the
+/// built-in, not the caller's code.
 pub fn verify(protocol: Arc<dyn Protocol>, seeds: u64) -> Sweep {
+    assert!(
+        !redfence_history::record::is_built_in(protocol.name()),
+        "verify: the protocol is named {:?}, a built-in protocol's name; give your lock a \
+         name of its own (kebab-case)",
+        protocol.name()
+    );
     let plan = SweepPlan {
         scenarios: crate::catalog::all(),
         protocols: vec![protocol],

@@ -51,7 +51,10 @@ fn a_failing_own_lock_says_what_broke_and_how_to_replay_its_own_code() {
     assert!(text.contains("late-unlock × team-lock:"), "{text}");
     assert!(text.contains("violates unlock-safety: "), "{text}");
     assert!(
-        text.contains("replay: redfence_scenarios::replay::replay(\"late-unlock\", None, "),
+        text.contains(
+            "replay: redfence_scenarios::replay::replay(\"late-unlock\", None, \
+             std::sync::Arc::new(YourLock), "
+        ) && text.contains("(your own lock, here team-lock: "),
         "the replay line runs the team's code, not `redfence replay`: {text}"
     );
     assert!(!text.contains("redfence replay late-unlock"), "{text}");
@@ -75,6 +78,27 @@ fn a_failing_own_lock_says_what_broke_and_how_to_replay_its_own_code() {
     )
     .expect("a known scenario");
     assert_eq!(&again, failure);
+}
+
+#[test]
+#[should_panic(expected = "a built-in protocol's name")]
+fn verify_refuses_a_lock_named_like_a_built_in_protocol() {
+    // Named like a mutant, a broken lock would be judged by the mutant's
+    // promises instead of having to pass.
+    struct Impostor(TeamLock);
+    impl Protocol for Impostor {
+        fn name(&self) -> &str {
+            names::mutant::NO_TTL
+        }
+        fn describe(&self) -> &str {
+            self.0.describe()
+        }
+        fn session(&self, env: &WorkerEnv, config: &LockConfig) -> Box<dyn Session> {
+            self.0.session(env, config)
+        }
+    }
+    let lock = TeamLock(protocols::by_name(names::mutant::DEL_UNLOCK).expect("a mutant"));
+    let _ = verify(Arc::new(Impostor(lock)), 1);
 }
 
 #[test]

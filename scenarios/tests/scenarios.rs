@@ -232,6 +232,7 @@ fn random_faults() {
     );
     // 1-minimal: the schedule is in time order, and dropping any one fault
     // or shortening any one window by a millisecond loses the violation.
+    assert!(found.minimal, "minimize proved nothing: {}", found.schedule);
     let target = found.record.violated();
     assert!(!target.is_empty(), "{}", explain(&found.record));
     assert!(

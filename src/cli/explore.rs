@@ -69,16 +69,20 @@ pub fn explore(args: ExploreArgs) -> Result<ExitCode, CliError> {
     let worlds = super::world(&args.world)?;
     let protocol = super::protocol(&args.protocol)?;
     let name = protocol.name().to_owned();
-    let jobs = args.jobs.map_or_else(
-        || std::thread::available_parallelism().map_or(1, |n| n.get()),
-        |n| n as usize,
-    );
+    // Real worlds run one at a time unless told otherwise (as `run` does):
+    // they share the machine's servers and wall time.
+    let jobs = match (args.world.as_str(), args.jobs) {
+        (_, Some(n)) => n as usize,
+        ("real", None) => 1,
+        _ => std::thread::available_parallelism().map_or(1, |n| n.get()),
+    }
+    .clamp(1, EXPLORE_JOBS_MAX);
     eprintln!(
         "exploring {name} for {:?} with random fault schedules on {jobs} thread{} (seeds {}..={})…",
         args.time,
         if jobs == 1 { "" } else { "s" },
         args.seed,
-        args.seed + jobs as u64 - 1
+        args.seed.wrapping_add(jobs as u64 - 1)
     );
     let started = std::time::Instant::now();
     let last_report = std::sync::Mutex::new(started);
@@ -113,9 +117,14 @@ pub fn explore(args: ExploreArgs) -> Result<ExitCode, CliError> {
         }
         Some(found) => {
             let record = &found.record;
+            let shape = if found.minimal {
+                "a 1-minimal schedule of"
+            } else {
+                "(not proven 1-minimal: the shrink budget ran out, or time order lost the \
+                 failure)"
+            };
             println!(
-                "{name} broke after {} schedules; shrunk from {} faults to a 1-minimal {} \
-                 (in time order):\n  {}\n",
+                "{name} broke after {} schedules; shrunk from {} faults to {shape} {}:\n  {}\n",
                 result.cases,
                 found.faults_before_shrinking,
                 found.schedule.faults.len(),
