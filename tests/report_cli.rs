@@ -185,3 +185,115 @@ fn bad_report_input_exits_2_with_a_clear_message() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Bad input and bad outputs are refused before any work, with exit 2.
+#[test]
+fn endless_inputs_and_unwritable_outputs_are_refused_before_any_work() {
+    let dir = scratch("refused");
+    let out = dir.join("out");
+    let started = std::time::Instant::now();
+    let zero = redfence(&[
+        "report",
+        "--from",
+        "/dev/zero",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(zero.status.code(), Some(2), "{}", stderr(&zero));
+    assert!(
+        stderr(&zero).contains("not a regular file"),
+        "{}",
+        stderr(&zero)
+    );
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(30),
+        "refused without reading"
+    );
+    // An output that cannot be written fails before the sweep, not after.
+    let nope = redfence(&[
+        "run",
+        "--scenario",
+        "mutual-exclusion",
+        "--out",
+        "/proc/nope",
+    ]);
+    assert_eq!(nope.status.code(), Some(2), "{}", stderr(&nope));
+    assert!(stderr(&nope).contains("/proc/nope"), "{}", stderr(&nope));
+    assert!(
+        !stdout(&nope).contains("runs in"),
+        "no run happened: {}",
+        stdout(&nope)
+    );
+    let json = redfence(&[
+        "run",
+        "--scenario",
+        "mutual-exclusion",
+        "--json",
+        "/proc/nope/sweep.json",
+    ]);
+    assert_eq!(json.status.code(), Some(2), "{}", stderr(&json));
+    assert!(!stdout(&json).contains("runs in"), "{}", stdout(&json));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Every valid seed runs, the last one included; a range past it is an
+/// error naming the largest valid first seed; a name given twice is refused.
+#[test]
+fn seeds_at_the_edge_and_repeated_names() {
+    let last = u64::MAX.to_string();
+    let one = redfence(&[
+        "run",
+        "--scenario",
+        "mutual-exclusion",
+        "--protocol",
+        "reference",
+        "--seed",
+        &last,
+    ]);
+    assert!(one.status.success(), "{}{}", stdout(&one), stderr(&one));
+    assert!(stdout(&one).contains("1 runs in"), "{}", stdout(&one));
+    let two = redfence(&[
+        "run",
+        "--scenario",
+        "mutual-exclusion",
+        "--protocol",
+        "reference",
+        "--seed-first",
+        &(u64::MAX - 1).to_string(),
+        "--seeds",
+        "2",
+    ]);
+    assert!(two.status.success(), "{}{}", stdout(&two), stderr(&two));
+    assert!(stdout(&two).contains("2 runs in"), "{}", stdout(&two));
+    let past = redfence(&[
+        "run",
+        "--scenario",
+        "mutual-exclusion",
+        "--seed-first",
+        &last,
+        "--seeds",
+        "2",
+    ]);
+    assert_eq!(past.status.code(), Some(2), "{}", stderr(&past));
+    assert!(
+        stderr(&past).contains(&format!(
+            "the largest first seed for 2 seeds is {}",
+            u64::MAX - 1
+        )),
+        "{}",
+        stderr(&past)
+    );
+    let twice = redfence(&[
+        "run",
+        "--scenario",
+        "late-unlock",
+        "--scenario",
+        "late-unlock",
+    ]);
+    assert_eq!(twice.status.code(), Some(2), "{}", stderr(&twice));
+    assert!(
+        stderr(&twice).contains("--scenario late-unlock is given twice"),
+        "{}",
+        stderr(&twice)
+    );
+}

@@ -125,19 +125,94 @@ pub struct WriteError {
 
 /// Writes the files of `formats` into `dir` (created if missing) and
 /// returns their paths in [`Format::ALL`] order.
+///
+/// Atomically, so that a reader (or an interrupted run) never leaves a
+/// truncated report or a new JSON beside an old HTML: the files are written
+/// into a temporary folder beside `dir`, then swapped in as a whole —
+/// `dir` renamed aside, the new folder renamed to `dir`, the old one
+/// removed. Between the two renames `dir` is briefly absent, never mixed.
+/// When `dir` holds anything besides report files (a folder shared with
+/// other output), the folder is left in place and each file is replaced
+/// atomically on its own instead.
 pub fn write(report: &Report, dir: &Path, formats: &[Format]) -> Result<Vec<PathBuf>, WriteError> {
-    std::fs::create_dir_all(dir).map_err(|source| WriteError {
-        path: dir.display().to_string(),
-        source,
-    })?;
-    let mut paths = Vec::new();
-    for (name, contents) in render(report, formats) {
-        let path = dir.join(name);
-        std::fs::write(&path, contents).map_err(|source| WriteError {
-            path: path.display().to_string(),
-            source,
-        })?;
-        paths.push(path);
+    let error = |path: &Path| {
+        let path = path.display().to_string();
+        move |source| WriteError { path, source }
+    };
+    let files = render(report, formats);
+    let report_names: Vec<&str> = Format::ALL.iter().map(|f| f.file_name()).collect();
+    let shared = match std::fs::read_dir(dir) {
+        Ok(entries) => entries.flatten().any(|e| {
+            !e.file_name()
+                .to_str()
+                .is_some_and(|n| report_names.contains(&n))
+        }),
+        Err(_) => false,
+    };
+    let paths: Vec<PathBuf> = files.iter().map(|(name, _)| dir.join(name)).collect();
+    if shared {
+        for (name, contents) in &files {
+            write_file_atomically(&dir.join(name), contents.as_bytes())?;
+        }
+        return Ok(paths);
+    }
+    let parent = match dir.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    std::fs::create_dir_all(&parent).map_err(error(&parent))?;
+    let base = dir
+        .file_name()
+        .map_or_else(|| "report".to_owned(), |n| n.to_string_lossy().into_owned());
+    let staging = parent.join(format!(".{base}.new-{}", std::process::id()));
+    let aside = parent.join(format!(".{base}.old-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&staging);
+    std::fs::create_dir_all(&staging).map_err(error(&staging))?;
+    for (name, contents) in &files {
+        let path = staging.join(name);
+        if let Err(e) = std::fs::write(&path, contents) {
+            let _ = std::fs::remove_dir_all(&staging);
+            return Err(error(&path)(e));
+        }
+    }
+    let had_old = dir.exists();
+    if had_old {
+        if let Err(e) = std::fs::rename(dir, &aside) {
+            let _ = std::fs::remove_dir_all(&staging);
+            return Err(error(dir)(e));
+        }
+    }
+    if let Err(e) = std::fs::rename(&staging, dir) {
+        // Put the old report back rather than leave nothing.
+        if had_old {
+            let _ = std::fs::rename(&aside, dir);
+        }
+        let _ = std::fs::remove_dir_all(&staging);
+        return Err(error(dir)(e));
+    }
+    if had_old {
+        std::fs::remove_dir_all(&aside).map_err(error(&aside))?;
     }
     Ok(paths)
+}
+
+/// Writes `contents` to `path` through a temporary file beside it and a
+/// rename, so `path` holds the old contents or the new, never a part.
+pub fn write_file_atomically(path: &Path, contents: &[u8]) -> Result<(), WriteError> {
+    let error = |path: &Path| {
+        let path = path.display().to_string();
+        move |source| WriteError { path, source }
+    };
+    let name = path
+        .file_name()
+        .map_or_else(|| "output".to_owned(), |n| n.to_string_lossy().into_owned());
+    let temporary = path.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
+    if let Err(e) = std::fs::write(&temporary, contents) {
+        let _ = std::fs::remove_file(&temporary);
+        return Err(error(&temporary)(e));
+    }
+    std::fs::rename(&temporary, path).map_err(|e| {
+        let _ = std::fs::remove_file(&temporary);
+        error(path)(e)
+    })
 }

@@ -50,7 +50,13 @@ impl SweepPlan {
     /// The seeds this plan runs per cell, in order.
     pub fn seed_list(&self) -> Vec<u64> {
         let seeds = self.seeds.min(SEEDS_MAX);
-        (self.seed_first..self.seed_first.saturating_add(seeds))
+        if seeds == 0 {
+            return Vec::new();
+        }
+        // Inclusive, so the last seed, u64::MAX, can run; a range past it
+        // is cut there (the CLI refuses one before it gets here).
+        let last = self.seed_first.saturating_add(seeds - 1);
+        (self.seed_first..=last)
             .filter(|&seed| self.shard.is_none_or(|shard| shard.contains(seed)))
             .collect()
     }

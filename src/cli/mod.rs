@@ -63,8 +63,22 @@ pub enum CliError {
 /// The world kinds the CLI knows.
 pub const WORLDS: [&str; 2] = ["sim", "real"];
 
+/// Refuses a list that names something twice (running it twice would only
+/// double its weight in the tallies).
+pub fn no_duplicates(flag: &str, names: &[String]) -> Result<(), CliError> {
+    for (i, name) in names.iter().enumerate() {
+        if names[..i].contains(name) {
+            return Err(CliError::Invalid(format!(
+                "{flag} {name} is given twice; name each once"
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// The scenarios named (all of them when none is).
 pub fn scenarios(names: &[String]) -> Result<Vec<Arc<dyn Scenario>>, CliError> {
+    no_duplicates("--scenario", names)?;
     if names.is_empty() {
         return Ok(catalog::all());
     }
@@ -86,6 +100,7 @@ pub fn scenarios(names: &[String]) -> Result<Vec<Arc<dyn Scenario>>, CliError> {
 
 /// The protocols named (all of them when none is).
 pub fn protocols(names: &[String]) -> Result<Vec<Arc<dyn Protocol>>, CliError> {
+    no_duplicates("--protocol", names)?;
     if names.is_empty() {
         return Ok(protocols::all());
     }

@@ -107,21 +107,118 @@ pub fn write(report: &Report, out: &OutArgs) -> Result<(), CliError> {
     Ok(())
 }
 
+/// Largest `report --from` input read: far above any sweep the CLI writes
+/// (the default sweep's JSON is about 7 MB), and a bound on memory for
+/// anything else.
+pub const INPUT_BYTES_MAX: u64 = 256 * 1024 * 1024;
+
+/// Reads a report or sweep from a regular file of at most
+/// [`INPUT_BYTES_MAX`] bytes. Devices, FIFOs and other streams are refused
+/// before anything is read: they can be endless (`/dev/zero`) or block
+/// forever.
 fn read(path: &Path) -> Result<Report, CliError> {
-    let text = std::fs::read_to_string(path).map_err(|source| CliError::Read {
-        path: path.display().to_string(),
+    use std::io::Read as _;
+    let name = path.display().to_string();
+    let refuse = |why: String| CliError::Invalid(format!("cannot read {name}: {why}"));
+    let meta = std::fs::metadata(path).map_err(|source| CliError::Read {
+        path: name.clone(),
         source,
     })?;
-    Ok(redfence_reports::parse(&text, &path.display().to_string())?)
+    if !meta.is_file() {
+        return Err(refuse(
+            "not a regular file (a device, FIFO or folder); give the report.json or sweep \
+             JSON a run wrote"
+                .to_owned(),
+        ));
+    }
+    if meta.len() > INPUT_BYTES_MAX {
+        return Err(refuse(format!(
+            "{} bytes, over the {INPUT_BYTES_MAX}-byte limit for report inputs",
+            meta.len()
+        )));
+    }
+    let file = std::fs::File::open(path).map_err(|source| CliError::Read {
+        path: name.clone(),
+        source,
+    })?;
+    // Bounded even if the file grows while it is read.
+    let mut text = String::new();
+    file.take(INPUT_BYTES_MAX + 1)
+        .read_to_string(&mut text)
+        .map_err(|source| CliError::Read {
+            path: name.clone(),
+            source,
+        })?;
+    if text.len() as u64 > INPUT_BYTES_MAX {
+        return Err(refuse(format!(
+            "over the {INPUT_BYTES_MAX}-byte limit for report inputs"
+        )));
+    }
+    Ok(redfence_reports::parse(&text, &name)?)
+}
+
+/// Checks, before any work, that `dir` can hold a report, creating
+/// nothing: `dir` (or, when it does not exist yet, its nearest existing
+/// ancestor, where it would be created) is a folder that takes a probe
+/// file, which is removed at once.
+pub fn check_dir_writable(dir: &Path) -> Result<(), CliError> {
+    let write_error = |source| CliError::Write {
+        path: dir.display().to_string(),
+        source,
+    };
+    // Bounded by the path's depth.
+    let existing = dir
+        .ancestors()
+        .find(|a| a.as_os_str().is_empty() || a.exists())
+        .map(|a| {
+            if a.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                a
+            }
+        })
+        .unwrap_or(Path::new("."));
+    if !existing.is_dir() {
+        return Err(write_error(std::io::Error::other(format!(
+            "{} is not a folder",
+            existing.display()
+        ))));
+    }
+    let probe = existing.join(format!(".redfence-probe-{}", std::process::id()));
+    std::fs::write(&probe, b"").map_err(write_error)?;
+    std::fs::remove_file(&probe).map_err(write_error)
+}
+
+/// Checks, before any work, that `file` can be written: its folder exists
+/// and takes a probe file, and `file` itself is not a folder.
+pub fn check_file_writable(file: &Path) -> Result<(), CliError> {
+    if file.is_dir() {
+        return Err(CliError::Write {
+            path: file.display().to_string(),
+            source: std::io::Error::other("is a folder"),
+        });
+    }
+    let parent = match file.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => std::path::PathBuf::from("."),
+    };
+    let probe = parent.join(format!(".redfence-probe-{}", std::process::id()));
+    let write_error = |source| CliError::Write {
+        path: file.display().to_string(),
+        source,
+    };
+    std::fs::write(&probe, b"").map_err(write_error)?;
+    std::fs::remove_file(&probe).map_err(write_error)
 }
 
 /// Re-renders a report from JSON.
 pub fn report(args: ReportArgs) -> Result<ExitCode, CliError> {
-    if args.out.out.is_none() {
+    let Some(dir) = &args.out.out else {
         return Err(CliError::Invalid(
             "redfence report needs --out DIR".to_owned(),
         ));
-    }
+    };
+    check_dir_writable(dir)?;
     let mut report = read(&args.from)?;
     if let Some(deployment) = args.out.deployment(&report.deployment) {
         report = report.with_deployment(deployment);

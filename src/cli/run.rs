@@ -81,6 +81,22 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
         (None, None) if real => (args.seed_first, SEEDS_DEFAULT_REAL),
         (None, None) => (args.seed_first, SEEDS_DEFAULT),
     };
+    if seed_first.checked_add(seeds - 1).is_none() {
+        return Err(CliError::Invalid(format!(
+            "--seed-first {seed_first} with {seeds} seeds runs past the largest seed, {}; the \
+             largest first seed for {seeds} seeds is {}",
+            u64::MAX,
+            u64::MAX - (seeds - 1)
+        )));
+    }
+    // Outputs are checked before any run: a sweep's minutes are not spent
+    // to fail at the end on a path that cannot be written.
+    if let Some(path) = &args.json {
+        super::report::check_file_writable(std::path::Path::new(path))?;
+    }
+    if let Some(dir) = &args.out.out {
+        super::report::check_dir_writable(dir)?;
+    }
     let plan = SweepPlan {
         scenarios: super::scenarios(&args.scenarios)?,
         protocols: super::protocols(&args.protocols)?,
@@ -130,10 +146,8 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
     );
     if let Some(path) = &args.json {
         let json = serde_json::to_string_pretty(&result).expect("a sweep serialises");
-        std::fs::write(path, json).map_err(|source| CliError::Write {
-            path: path.clone(),
-            source,
-        })?;
+        redfence_reports::write_file_atomically(std::path::Path::new(path), json.as_bytes())
+            .map_err(CliError::ReportWrite)?;
         println!("sweep result written to {path}");
     }
     if args.out.out.is_some() {
