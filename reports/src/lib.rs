@@ -126,88 +126,133 @@ pub struct WriteError {
 /// Writes the files of `formats` into `dir` (created if missing) and
 /// returns their paths in [`Format::ALL`] order.
 ///
-/// Atomically, so that a reader (or an interrupted run) never leaves a
-/// truncated report or a new JSON beside an old HTML: the files are written
-/// into a temporary folder beside `dir`, then swapped in as a whole —
-/// `dir` renamed aside, the new folder renamed to `dir`, the old one
-/// removed. Between the two renames `dir` is briefly absent, never mixed.
-/// When `dir` holds anything besides report files (a folder shared with
-/// other output), the folder is left in place and each file is replaced
-/// atomically on its own instead.
+/// Atomically, so that a reader (or an interrupted run) never finds a
+/// truncated report: when `dir` is missing or a real folder that holds
+/// nothing but report files, the files are written into a staging folder
+/// beside it, which then replaces `dir` whole (`dir` renamed aside, the new
+/// folder renamed in, the old one removed; between the two renames `dir` is
+/// briefly absent, never mixed). Otherwise — `dir` is a symbolic link, holds
+/// other files, or the folder cannot be renamed (a mount point, a parent
+/// that cannot be written) — `dir` stays where it is and each file is
+/// replaced atomically on its own. A `dir` that exists but is not a folder
+/// is refused, and nothing is touched.
 pub fn write(report: &Report, dir: &Path, formats: &[Format]) -> Result<Vec<PathBuf>, WriteError> {
     let error = |path: &Path| {
         let path = path.display().to_string();
         move |source| WriteError { path, source }
     };
     let files = render(report, formats);
-    let report_names: Vec<&str> = Format::ALL.iter().map(|f| f.file_name()).collect();
-    let shared = match std::fs::read_dir(dir) {
-        Ok(entries) => entries.flatten().any(|e| {
-            !e.file_name()
-                .to_str()
-                .is_some_and(|n| report_names.contains(&n))
-        }),
-        Err(_) => false,
-    };
     let paths: Vec<PathBuf> = files.iter().map(|(name, _)| dir.join(name)).collect();
-    if shared {
-        for (name, contents) in &files {
-            write_file_atomically(&dir.join(name), contents.as_bytes())?;
+    let report_names: Vec<&str> = Format::ALL.iter().map(|f| f.file_name()).collect();
+    let swap = match std::fs::symlink_metadata(dir) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => true,
+        Err(e) => return Err(error(dir)(e)),
+        Ok(meta) if meta.file_type().is_symlink() => false,
+        Ok(meta) if !meta.is_dir() => {
+            return Err(error(dir)(std::io::Error::other(
+                "exists and is not a folder; nothing was written",
+            )))
         }
+        Ok(_) => std::fs::read_dir(dir)
+            .map_err(error(dir))?
+            .flatten()
+            .all(|e| {
+                e.file_name()
+                    .to_str()
+                    .is_some_and(|n| report_names.contains(&n))
+            }),
+    };
+    if swap && swap_in(&files, dir).is_ok() {
         return Ok(paths);
     }
+    // In place, file by file (also when the swap could not be done).
+    std::fs::create_dir_all(dir).map_err(error(dir))?;
+    for (name, contents) in &files {
+        write_file_atomically(&dir.join(name), contents.as_bytes())?;
+    }
+    Ok(paths)
+}
+
+/// A name for a temporary sibling of `base`, unique to this process, this
+/// moment and this call (processes in separate containers can share a pid).
+fn temporary_name(base: &str, what: &str) -> String {
+    static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!(".{base}.{what}-{}-{nanos}-{call}", std::process::id())
+}
+
+/// Writes `files` into a fresh staging folder beside `dir` and swaps it in.
+/// On any failure the staging folder is removed and `dir` is as it was.
+fn swap_in(files: &[(&'static str, String)], dir: &Path) -> std::io::Result<()> {
     let parent = match dir.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
     };
-    std::fs::create_dir_all(&parent).map_err(error(&parent))?;
     let base = dir
         .file_name()
         .map_or_else(|| "report".to_owned(), |n| n.to_string_lossy().into_owned());
-    let staging = parent.join(format!(".{base}.new-{}", std::process::id()));
-    let aside = parent.join(format!(".{base}.old-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&staging);
-    std::fs::create_dir_all(&staging).map_err(error(&staging))?;
-    for (name, contents) in &files {
-        let path = staging.join(name);
-        if let Err(e) = std::fs::write(&path, contents) {
-            let _ = std::fs::remove_dir_all(&staging);
-            return Err(error(&path)(e));
-        }
+    std::fs::create_dir_all(&parent)?;
+    let staging = parent.join(temporary_name(&base, "new"));
+    let aside = parent.join(temporary_name(&base, "old"));
+    // create_dir, not create_dir_all: fails rather than share a folder.
+    std::fs::create_dir(&staging)?;
+    let staged = files
+        .iter()
+        .try_for_each(|(name, contents)| std::fs::write(staging.join(name), contents));
+    if let Err(e) = staged {
+        let _ = std::fs::remove_dir_all(&staging);
+        return Err(e);
     }
     let had_old = dir.exists();
     if had_old {
         if let Err(e) = std::fs::rename(dir, &aside) {
             let _ = std::fs::remove_dir_all(&staging);
-            return Err(error(dir)(e));
+            return Err(e);
         }
     }
     if let Err(e) = std::fs::rename(&staging, dir) {
-        // Put the old report back rather than leave nothing.
         if had_old {
             let _ = std::fs::rename(&aside, dir);
         }
         let _ = std::fs::remove_dir_all(&staging);
-        return Err(error(dir)(e));
+        return Err(e);
     }
     if had_old {
-        std::fs::remove_dir_all(&aside).map_err(error(&aside))?;
+        // Best effort: the new report is in place; an old copy that cannot
+        // be removed is hidden beside it, not an error.
+        let _ = std::fs::remove_dir_all(&aside);
     }
-    Ok(paths)
+    Ok(())
 }
 
 /// Writes `contents` to `path` through a temporary file beside it and a
-/// rename, so `path` holds the old contents or the new, never a part.
+/// rename, so `path` holds the old contents or the new, never a part. A
+/// `path` that exists and is not a regular file (a device such as
+/// `/dev/null`, a FIFO, a symbolic link) is written in place instead: it is
+/// the user's, and must not be replaced by a file.
 pub fn write_file_atomically(path: &Path, contents: &[u8]) -> Result<(), WriteError> {
     let error = |path: &Path| {
         let path = path.display().to_string();
         move |source| WriteError { path, source }
     };
+    if let Ok(meta) = std::fs::symlink_metadata(path) {
+        if !meta.is_file() {
+            return std::fs::write(path, contents).map_err(error(path));
+        }
+    }
     let name = path
         .file_name()
         .map_or_else(|| "output".to_owned(), |n| n.to_string_lossy().into_owned());
-    let temporary = path.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
-    if let Err(e) = std::fs::write(&temporary, contents) {
+    let temporary = path.with_file_name(temporary_name(&name, "tmp"));
+    let written = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&temporary)
+        .and_then(|mut file| std::io::Write::write_all(&mut file, contents));
+    if let Err(e) = written {
         let _ = std::fs::remove_file(&temporary);
         return Err(error(&temporary)(e));
     }

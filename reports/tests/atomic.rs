@@ -63,3 +63,34 @@ fn a_shared_folder_keeps_its_other_files_and_gets_each_file_atomically() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn a_file_in_the_way_a_link_and_a_device_are_never_replaced() {
+    let parent = scratch("in-the-way");
+    let report = common::golden("hotspot_report.json");
+    // A file where the folder should be: refused, the file untouched.
+    let file = parent.join("notes.txt");
+    std::fs::write(&file, "mine").unwrap();
+    assert!(write(&report, &file, &[Format::Json]).is_err());
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "mine");
+    assert_eq!(names(&parent), ["notes.txt"], "nothing moved or left");
+    // A link to a report folder stays a link; the report lands behind it.
+    let target = parent.join("target");
+    std::fs::create_dir(&target).unwrap();
+    let link = parent.join("latest");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    write(&report, &link, &[Format::Json]).unwrap();
+    assert!(std::fs::symlink_metadata(&link)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    assert_eq!(names(&target), ["report.json"]);
+    // A device is written in place, not replaced by a file.
+    write_file_atomically(Path::new("/dev/null"), b"{}").unwrap();
+    use std::os::unix::fs::FileTypeExt;
+    assert!(std::fs::metadata("/dev/null")
+        .unwrap()
+        .file_type()
+        .is_char_device());
+    std::fs::remove_dir_all(&parent).unwrap();
+}

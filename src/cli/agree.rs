@@ -48,6 +48,9 @@ pub fn agree(args: AgreeArgs) -> Result<ExitCode, CliError> {
     if args.seeds == 0 {
         return Err(CliError::Invalid("--seeds must be at least 1".into()));
     }
+    if let Some(path) = &args.json {
+        super::report::check_file_writable(std::path::Path::new(path))?;
+    }
     let real_worlds = super::world("real")?;
     let scenarios = super::scenarios(&args.scenarios)?;
     let protocols = super::protocols(&args.protocols)?;
@@ -73,10 +76,8 @@ pub fn agree(args: AgreeArgs) -> Result<ExitCode, CliError> {
     print_rows(&rows);
     if let Some(path) = &args.json {
         let json = serde_json::to_string_pretty(&rows).expect("rows serialise");
-        std::fs::write(path, json).map_err(|source| CliError::Write {
-            path: path.clone(),
-            source,
-        })?;
+        redfence_reports::write_file_atomically(std::path::Path::new(path), json.as_bytes())
+            .map_err(CliError::ReportWrite)?;
     }
     let disagreements: Vec<&Row> = rows.iter().filter(|r| r.disagrees()).collect();
     if disagreements.is_empty() {

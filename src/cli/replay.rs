@@ -40,6 +40,10 @@ pub struct ReplayArgs {
 
 /// Runs and prints one seed; exits 1 when a property was violated.
 pub fn replay(args: ReplayArgs) -> Result<ExitCode, CliError> {
+    // The output is checked before the run, like `run`'s.
+    if let Some(dir) = &args.out.out {
+        super::report::check_dir_writable(dir)?;
+    }
     let worlds = super::world(&args.world)?;
     let scenario: std::sync::Arc<dyn redfence_scenarios::scenario::Scenario> =
         match (&args.schedule, args.scenario.as_str()) {

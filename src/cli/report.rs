@@ -158,14 +158,19 @@ fn read(path: &Path) -> Result<Report, CliError> {
 }
 
 /// Checks, before any work, that `dir` can hold a report, creating
-/// nothing: `dir` (or, when it does not exist yet, its nearest existing
-/// ancestor, where it would be created) is a folder that takes a probe
-/// file, which is removed at once.
+/// nothing: `dir` is a folder (or a link to one) that takes a probe file,
+/// or, when it does not exist yet, its nearest existing ancestor — where it
+/// would be created — is. A `dir` that exists and is not a folder is refused.
 pub fn check_dir_writable(dir: &Path) -> Result<(), CliError> {
     let write_error = |source| CliError::Write {
         path: dir.display().to_string(),
         source,
     };
+    if dir.exists() && !dir.is_dir() {
+        return Err(write_error(std::io::Error::other(
+            "exists and is not a folder",
+        )));
+    }
     // Bounded by the path's depth.
     let existing = dir
         .ancestors()
@@ -184,31 +189,45 @@ pub fn check_dir_writable(dir: &Path) -> Result<(), CliError> {
             existing.display()
         ))));
     }
-    let probe = existing.join(format!(".redfence-probe-{}", std::process::id()));
-    std::fs::write(&probe, b"").map_err(write_error)?;
-    std::fs::remove_file(&probe).map_err(write_error)
+    probe(existing).map_err(write_error)
 }
 
-/// Checks, before any work, that `file` can be written: its folder exists
-/// and takes a probe file, and `file` itself is not a folder.
+/// Writes and removes an empty file with a name of its own in `folder`.
+fn probe(folder: &Path) -> std::io::Result<()> {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let path = folder.join(format!(".redfence-probe-{}-{nanos}", std::process::id()));
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&path)?;
+    std::fs::remove_file(&path)
+}
+
+/// Checks, before any work, that `file` can be written: an existing file,
+/// device or FIFO opens for writing (nothing is truncated), and a new one's
+/// folder takes a probe file. A folder is refused.
 pub fn check_file_writable(file: &Path) -> Result<(), CliError> {
+    let write_error = |source| CliError::Write {
+        path: file.display().to_string(),
+        source,
+    };
     if file.is_dir() {
-        return Err(CliError::Write {
-            path: file.display().to_string(),
-            source: std::io::Error::other("is a folder"),
-        });
+        return Err(write_error(std::io::Error::other("is a folder")));
+    }
+    if file.exists() {
+        return std::fs::OpenOptions::new()
+            .append(true)
+            .open(file)
+            .map(drop)
+            .map_err(write_error);
     }
     let parent = match file.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => std::path::PathBuf::from("."),
     };
-    let probe = parent.join(format!(".redfence-probe-{}", std::process::id()));
-    let write_error = |source| CliError::Write {
-        path: file.display().to_string(),
-        source,
-    };
-    std::fs::write(&probe, b"").map_err(write_error)?;
-    std::fs::remove_file(&probe).map_err(write_error)
+    probe(&parent).map_err(write_error)
 }
 
 /// Re-renders a report from JSON.

@@ -178,7 +178,8 @@ fn curve(worlds: &dyn WorldFactory, result: &Sweep, seeds: u64) -> Option<Vec<Cu
         return None;
     }
     let first = result.seed_first;
-    let seeds: Vec<u64> = (first..first.saturating_add(seeds.min(64))).collect();
+    // Inclusive, so a sweep that starts at the last seed still has one.
+    let seeds: Vec<u64> = (first..=first.saturating_add(seeds.min(64) - 1)).collect();
     Some(wait_curve(worlds, &seeds))
 }
 
