@@ -26,7 +26,7 @@ const TEAM_TEST: &str = r#"
 use std::sync::Arc;
 
 use redfence_core::LockConfig;
-use redfence_scenarios::protocol::{Protocol, Session};
+use redfence_scenarios::protocol::{Plug, Protocol};
 use redfence_scenarios::protocols;
 use redfence_scenarios::sweep::verify;
 use redfence_scenarios::world::WorkerEnv;
@@ -40,8 +40,8 @@ impl Protocol for Named {
     fn describe(&self) -> &str {
         "the team's lock"
     }
-    fn session(&self, env: &WorkerEnv, config: &LockConfig) -> Box<dyn Session> {
-        self.1.session(env, config)
+    fn plug(&self, env: &WorkerEnv, config: &LockConfig) -> Plug {
+        self.1.plug(env, config)
     }
 }
 

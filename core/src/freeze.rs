@@ -4,7 +4,9 @@
 //! does, its lease renewal included. [`Freezable`] reproduces that for a future:
 //! while frozen it is not polled at all, so neither the job nor the renewal
 //! keeper (which share the task) makes progress, while timers keep running
-//! and bytes already sent keep travelling. Harnesses — the integration tests,
+//! and bytes already sent keep travelling. One switch may wrap several
+//! futures — a worker's job and every task it spawned — and thawing wakes
+//! them all. Harnesses — the integration tests,
 //! the simulation, the real-server world — use it to pause a worker.
 
 use std::future::Future;
@@ -12,10 +14,16 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 
+/// Most futures one switch may hold frozen at once: a worker's job plus the
+/// tasks it spawned (a harness bounds those well below this).
+pub const FROZEN_FUTURES_MAX: usize = 256;
+
 #[derive(Debug, Default)]
 struct State {
     frozen: bool,
-    waker: Option<Waker>,
+    /// Every frozen future's waker: one switch freezes a worker's job *and*
+    /// the tasks it spawned, and thawing must wake them all.
+    wakers: Vec<Waker>,
 }
 
 /// The switch that freezes and thaws one or more [`Freezable`] futures.
@@ -37,12 +45,12 @@ impl FreezeSwitch {
 
     /// Resumes polling; the wrapped future runs at its next poll.
     pub fn thaw(&self) {
-        let waker = {
+        let wakers = {
             let mut state = self.lock();
             state.frozen = false;
-            state.waker.take()
+            std::mem::take(&mut state.wakers)
         };
-        if let Some(waker) = waker {
+        for waker in wakers {
             waker.wake();
         }
     }
@@ -78,7 +86,14 @@ impl<F: Future> Future for Freezable<F> {
         {
             let mut state = self.switch.lock();
             if state.frozen {
-                state.waker = Some(cx.waker().clone());
+                let waker = cx.waker();
+                if !state.wakers.iter().any(|w| w.will_wake(waker)) {
+                    assert!(
+                        state.wakers.len() < FROZEN_FUTURES_MAX,
+                        "more than {FROZEN_FUTURES_MAX} futures frozen by one switch"
+                    );
+                    state.wakers.push(waker.clone());
+                }
                 return Poll::Pending;
             }
         }
@@ -115,5 +130,37 @@ mod tests {
         switch.thaw();
         task.await.unwrap();
         assert_eq!(ticks.load(Ordering::SeqCst), 10);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn one_switch_freezes_and_thaws_every_task_it_wraps() {
+        let ticks = Arc::new(AtomicU32::new(0));
+        let switch = FreezeSwitch::new();
+        let tasks: Vec<_> = (0..3)
+            .map(|_| {
+                let counted = ticks.clone();
+                tokio::spawn(switch.wrap(async move {
+                    for _ in 0..5 {
+                        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                        counted.fetch_add(1, Ordering::SeqCst);
+                    }
+                }))
+            })
+            .collect();
+        tokio::time::sleep(std::time::Duration::from_millis(15)).await;
+        switch.freeze();
+        let before = ticks.load(Ordering::SeqCst);
+        assert_eq!(before, 3, "each task ticked once before the freeze");
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+        assert_eq!(
+            ticks.load(Ordering::SeqCst),
+            before,
+            "none ran while frozen"
+        );
+        switch.thaw();
+        for task in tasks {
+            task.await.unwrap();
+        }
+        assert_eq!(ticks.load(Ordering::SeqCst), 15, "every task was woken");
     }
 }

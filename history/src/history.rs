@@ -130,6 +130,11 @@ pub enum OpKind {
     Renew,
     /// Give the lock back.
     Release,
+    /// A Redis command that carried the owner's token after it acquired,
+    /// recorded at the whole-worker level as it went, unclassified: the
+    /// harness does not guess whether a team's command renewed, released or
+    /// only read; the Redis ownership log says what it did to the key.
+    Command,
     /// A fenced write to the protected resource.
     Write {
         /// The fence the write carried.
@@ -188,6 +193,8 @@ pub enum OkValue {
     AlreadyDone,
     /// The report was recorded.
     Reported,
+    /// A [`OpKind::Command`] was answered (what it did is in the servers' logs).
+    Answered,
 }
 
 /// One change of a lock key's holder on one Redis server (mirrors the

@@ -98,13 +98,17 @@ pub mod mutant {
 
 /// Protocol names that are not mutants.
 pub mod protocol {
-    /// The reference protocol: `redfence-core` as shipped. Every scenario
+    /// The reference protocol: `redfence-core` as shipped, its own
+    /// `Worker` running each job at the whole-worker level. Every scenario
     /// must pass it.
     pub const REFERENCE: &str = "reference";
 }
 
 /// The name of worker number `index` (`w0`, `w1`, …), the one spelling used
 /// in histories, hosts, proxies and reports.
+    /// The same library one step at a time under the harness's flow (the
+    /// base of the step-level mutants). Every scenario must pass it too.
+    pub const REFERENCE_STEPS: &str = "reference-steps";
 pub fn worker_name(index: usize) -> String {
     format!("w{index}")
 }
@@ -123,6 +127,7 @@ mod tests {
         let mut sorted = all.clone();
         sorted.sort_unstable();
         sorted.dedup();
+        all.push(protocol::REFERENCE_STEPS);
         assert_eq!(sorted.len(), all.len(), "a name is used twice: {all:?}");
         for name in all {
             assert!(

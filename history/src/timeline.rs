@@ -27,6 +27,7 @@ pub fn kind(op: &Op) -> String {
         OpKind::Acquire => "acquire".to_owned(),
         OpKind::Renew => "renew".to_owned(),
         OpKind::Release => "release".to_owned(),
+        OpKind::Command => "command".to_owned(),
         OpKind::Write { fence, job_id } => match job_id {
             Some(job) => format!("write fence={fence} job={job}"),
             None => format!("write fence={fence}"),
@@ -53,6 +54,7 @@ pub fn outcome(outcome: &Outcome) -> String {
             OkValue::WriteNotFound => "not found".to_owned(),
             OkValue::AlreadyDone => "already done".to_owned(),
             OkValue::Reported => "reported".to_owned(),
+            OkValue::Answered => "answered".to_owned(),
         },
         Outcome::Fail(why) => format!("FAILED: {why}"),
         Outcome::Indeterminate(why) => format!("UNKNOWN: {why}"),

@@ -90,6 +90,7 @@ svg .renew { stroke: #1e8449; stroke-width: 2; }
 svg .renew.lost { stroke: #c0392b; stroke-width: 3; }
 svg .release { fill: none; stroke: #1d2430; stroke-width: 1.5; }
 svg .write circle { stroke: #1d2430; stroke-width: 1; }
+svg .command { stroke: #566573; stroke-width: 1; }
 svg .write.accepted circle, svg .store-write.accepted rect { fill: #27ae60; }
 svg .write.rejected circle, svg .store-write.rejected rect { fill: #e74c3c; }
 svg .write.done circle, svg .write.other circle, svg .store-write.done rect, svg .store-write.other rect { fill: #bdc3c7; }

@@ -345,6 +345,18 @@ fn worker_lane(
                     y1 = mid + 10.0,
                 );
             }
+            // A whole-worker lock's own command (renewal, release, read):
+            // a short tick; what it did shows in the holding bars.
+            (OpKind::Command, _) => {
+                let _ = writeln!(
+                    out,
+                    r#"<line class="command{hit}" data-lane="{w}" data-op="{id}" x1="{x:.1}" x2="{x:.1}" y1="{y0:.1}" y2="{y1:.1}"><title>{title}</title></line>"#,
+                    w = attr(worker),
+                    id = op.id,
+                    y0 = mid - 5.0,
+                    y1 = mid + 5.0,
+                );
+            }
             (OpKind::Release, _) => {
                 let _ = writeln!(
                     out,

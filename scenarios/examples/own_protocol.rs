@@ -27,12 +27,15 @@ use redfence_core::{
 };
 use redfence_scenarios::conn::RedisConn;
 use redfence_scenarios::protocol::{
-    Acquire, Held, Protocol, RenewalPolicy, Session, StepError, WriteResult,
+    Acquire, Held, Plug, Protocol, RenewalPolicy, Session, StepError, WriteResult,
 };
-use redfence_scenarios::sweep::{verify, CellStatus};
+use redfence_scenarios::sweep::verify;
 use redfence_scenarios::world::WorkerEnv;
-use redfence_scenarios::{names, Property, Status};
+use redfence_scenarios::{names, Property};
 use redis::{Script, Value};
+
+#[path = "common/findings.rs"]
+mod findings;
 
 /// Lock + fence in one step; answers `{fence}` or nothing when held.
 const ACQUIRE: &str = r#"
@@ -53,7 +56,7 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[
 return 0
 "#;
 
-/// The protocol: a name, and a session per worker.
+/// The protocol: a name, and a step-level session per worker.
 struct TeamLock;
 
 impl Protocol for TeamLock {
@@ -65,13 +68,13 @@ impl Protocol for TeamLock {
         "an example team's own lock: SET NX PX + INCR in one script, scripted unlock and renew"
     }
 
-    fn session(&self, env: &WorkerEnv, config: &LockConfig) -> Box<dyn Session> {
-        Box::new(TeamSession {
+    fn plug(&self, env: &WorkerEnv, config: &LockConfig) -> Plug {
+        Plug::Steps(Box::new(TeamSession {
             redis: env.redis.clone(),
             store: env.store.clone(),
             tokens: env.tokens.clone(),
             config: config.clone(),
-        })
+        }))
     }
 }
 
@@ -197,7 +200,7 @@ impl Session for TeamSession {
 
 /// What the run finds in `TeamLock` — three classic bugs a lock written by
 /// hand tends to have — and how to fix each.
-const FINDINGS: &[(&str, Property, &str)] = &[
+const FINDINGS: &[findings::Finding] = &[
     (
         names::scenario::LOST_ACQUIRE_REPLY,
         Property::BoundedLiveness,
@@ -221,51 +224,5 @@ const FINDINGS: &[(&str, Property, &str)] = &[
 fn main() -> ExitCode {
     // The one call: every scenario, 20 seeds each, in the simulation.
     let result = verify(Arc::new(TeamLock), 20);
-    let mut as_expected = true;
-    for cell in &result.cells {
-        let finding = FINDINGS.iter().find(|(s, _, _)| *s == cell.scenario);
-        let violated = cell
-            .first_failure
-            .as_ref()
-            .map(|f| f.violated())
-            .unwrap_or_default();
-        let status = if cell.status == CellStatus::Passed {
-            "pass"
-        } else {
-            "FAIL"
-        };
-        println!("{status}  {:<30} {} seeds", cell.scenario, cell.runs);
-        if let Some(failure) = &cell.first_failure {
-            for verdict in failure
-                .verdicts
-                .iter()
-                .filter(|v| v.status == Status::Violated)
-            {
-                println!(
-                    "      violates {}: {}",
-                    verdict.property.name(),
-                    verdict.explanation
-                );
-            }
-            println!("      replay: {}", failure.replay);
-        }
-        match finding {
-            Some((_, property, fix)) if violated.contains(property) => {
-                println!("      fix: {fix}");
-            }
-            Some((_, property, _)) => {
-                println!("      expected a {} violation here", property.name());
-                as_expected = false;
-            }
-            None if cell.status != CellStatus::Passed => as_expected = false,
-            None => {}
-        }
-    }
-    if as_expected {
-        println!("\nteam-lock: the harness found the three bugs it has, and nothing else");
-        ExitCode::SUCCESS
-    } else {
-        println!("\nteam-lock: the findings differ from what this example documents");
-        ExitCode::FAILURE
-    }
+    findings::judge(&result, FINDINGS, "team-lock", "three")
 }

@@ -97,7 +97,7 @@ impl Probe {
         self.lock().fired
     }
 
-    fn set(&self, phase: Phase) {
+    pub(crate) fn set(&self, phase: Phase) {
         let due: Vec<Trigger> = {
             let mut state = self.lock();
             if phase == Phase::Holding {
@@ -117,7 +117,7 @@ impl Probe {
         }
     }
 
-    fn stat(&self, stat: JobStat) {
+    pub(crate) fn stat(&self, stat: JobStat) {
         self.lock().stats.push(stat);
     }
 }

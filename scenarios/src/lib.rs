@@ -38,4 +38,5 @@ pub mod scenario;
 pub mod sim_world;
 pub mod stage;
 pub mod sweep;
+pub mod whole_worker;
 pub mod world;

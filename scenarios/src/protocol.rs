@@ -1,21 +1,32 @@
-//! The protocol under test: the small trait every lock put through the
-//! scenarios implements — the reference lock, the shipped mutants, and a
-//! team's own lock (see `examples/own_protocol.rs`).
+//! The protocol under test: the trait every lock put through the scenarios
+//! implements — the reference lock, the shipped mutants, and a team's own
+//! lock — and the two levels it can plug in at.
 //!
-//! Why this shape: the harness drives the worker flow itself (retry with
-//! backoff, renew while working, write, release, report; see `driver`) and
-//! records every step as an operation, so a protocol only says what *one*
-//! step does on the wire. What differs between a correct lock and a broken
-//! one — the acquire script, the release's owner check, whether a renewal
-//! checks the owner, how long it keeps renewing, whether the store checks
-//! the fence — is all here, and nothing else is.
+//! - **Step level** ([`Plug::Steps`], a [`Session`]): the harness drives
+//!   the worker flow itself (retry with backoff, renew while working, write,
+//!   release, report; see `driver`) and records every step, so a protocol
+//!   only says what *one* step does on the wire. Good for small wire-level
+//!   variants: the acquire script, the release's owner check, whether a
+//!   renewal checks the owner, whether the store checks the fence.
+//!   `examples/own_protocol.rs` plugs in here.
+//! - **Whole-worker level** ([`Plug::Worker`], a [`JobRunner`]): the team's
+//!   own code takes a [`Job`] and does everything — acquire with its own
+//!   retries, its own renewal task, the fenced write, the release — with
+//!   the handles the world gives it ([`WorkerEnv`]: Redis, store, owner
+//!   tokens, jitter, clock, a spawner), and returns its report. The harness
+//!   owns nothing of the flow; it observes what reaches the servers (see
+//!   `whole_worker`). Bugs that live in a retry loop, a renewal task or the
+//!   job flow can only be expressed here. The reference lock runs here,
+//!   through `redfence-core`'s own `Worker`; `examples/whole_worker.rs`
+//!   plugs in a team-style lock.
 
 use async_trait::async_trait;
 use redfence_core::LockConfig;
 
+use crate::history::JobReport;
 use crate::world::WorkerEnv;
 
-/// A lock protocol: a name and a per-worker session factory.
+/// A lock protocol: a name and, per worker, how it plugs in.
 pub trait Protocol: Send + Sync {
     /// The protocol's kebab-case name (`reference`, `del-unlock`, …).
     fn name(&self) -> &str;
@@ -23,9 +34,73 @@ pub trait Protocol: Send + Sync {
     /// One line on what the protocol does (for `redfence list`).
     fn describe(&self) -> &str;
 
-    /// A session for one worker, over that worker's connections, configured
-    /// by `config` (lease, renew interval, limits, fence source).
-    fn session(&self, env: &WorkerEnv, config: &LockConfig) -> Box<dyn Session>;
+    /// How one worker runs this protocol, over that worker's handles,
+    /// configured by `config` (lease, renew interval, limits, retries,
+    /// fence source): step by step under the harness's flow, or as a whole
+    /// worker running its own flow.
+    fn plug(&self, env: &WorkerEnv, config: &LockConfig) -> Plug;
+}
+
+/// The level a protocol plugs in at (see the module doc).
+pub enum Plug {
+    /// The harness runs the flow; the session does each step.
+    Steps(Box<dyn Session>),
+    /// The protocol runs the whole flow of each job.
+    Worker(Box<dyn JobRunner>),
+}
+
+impl Plug {
+    /// The level's kebab-case name (`steps`, `whole-worker`), for reports.
+    pub fn level(&self) -> &'static str {
+        match self {
+            Plug::Steps(_) => "steps",
+            Plug::Worker(_) => "whole-worker",
+        }
+    }
+}
+
+/// One job, as the whole-worker level receives it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Job {
+    /// The protected resource (a resource name, not a key).
+    pub resource: String,
+    /// The job's idempotency key.
+    pub job_id: String,
+    /// How long the job's work inside the critical section takes; do it by
+    /// awaiting [`Job::work`] while holding the lock.
+    pub work_ms: u64,
+}
+
+impl Job {
+    /// The job's work: waits `work_ms` on the world's clock.
+    pub async fn work(&self) {
+        tokio::time::sleep(std::time::Duration::from_millis(self.work_ms)).await;
+    }
+
+    /// The value the job writes: names the writer, the job and the fence,
+    /// so the store's log reads as a story.
+    pub fn value(&self, worker: &str, fence: Option<i64>) -> String {
+        match fence {
+            Some(fence) => format!("{worker} applied {} under fence {fence}", self.job_id),
+            None => format!("{worker} applied {} without a fence", self.job_id),
+        }
+    }
+}
+
+/// A team's whole worker: runs one job end to end and says how it ended.
+///
+/// Use only the handles in the [`WorkerEnv`] it was made from: its Redis
+/// connection, its store, its owner tokens (`env.tokens`: the harness tells
+/// holders apart by them, and they are seeded in the simulation), its
+/// jitter, its clock, and `env.spawner` for any task it starts (a renewal
+/// task, say) — a task spawned any other way would keep running through a
+/// stop-the-world pause and outlive a crash, which no real process does.
+#[async_trait(?Send)]
+pub trait JobRunner {
+    /// Runs `job`: acquire (with whatever retries the lock does), work
+    /// ([`Job::work`]) while holding, the protected write through the
+    /// store, release; returns the job's report.
+    async fn run(&mut self, job: &Job) -> JobReport;
 }
 
 /// A lease as the worker believes it holds it.

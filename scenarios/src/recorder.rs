@@ -4,8 +4,11 @@
 //! completion — on the world's clock. An op whose completion never comes
 //! (the worker crashed, or the run ended while it waited) stays
 //! indeterminate with no completion, which is exactly what the checker must
-//! assume about it. Ids are assigned in invoke order, which is deterministic
-//! because every worker runs on the world's single thread.
+//! assume about it. Ids are assigned in record order, which is
+//! deterministic because every worker runs on the world's single thread;
+//! at the step level that is invoke order, while the whole-worker level
+//! (`whole_worker`) records a Redis command once its reply is in, with the
+//! times it observed.
 
 use std::sync::{Arc, Mutex};
 
@@ -56,22 +59,8 @@ impl Recorder {
     /// Records the invoke of an op now.
     pub fn invoke(&self, worker: &str, owner: Option<&str>, kind: OpKind) -> OpHandle {
         let now_ms = self.clock.now_ms();
-        let mut inner = self.lock();
-        if inner.ops.len() >= OPS_MAX {
-            inner.dropped += 1;
-            return OpHandle(None);
-        }
-        let id = inner.ops.len() as u64 + 1;
-        inner.ops.push(Op {
-            id,
-            worker: worker.to_owned(),
-            owner: owner.map(str::to_owned),
-            kind,
-            invoke_ms: now_ms,
-            complete_ms: None,
-            outcome: Outcome::Indeterminate(NO_ANSWER.to_owned()),
-        });
-        OpHandle(Some(id))
+        let unanswered = Outcome::Indeterminate(NO_ANSWER.to_owned());
+        self.record(worker, owner, kind, now_ms, None, unanswered)
     }
 
     /// Records the completion of `op` now, with `outcome`.
@@ -83,6 +72,61 @@ impl Recorder {
         assert!(entry.complete_ms.is_none(), "op {id} completed twice");
         entry.complete_ms = Some(now_ms.max(entry.invoke_ms));
         entry.outcome = outcome;
+    }
+
+    /// Records an op observed after the fact, with its own times
+    /// (`complete_ms: None` leaves it uncompleted and `outcome` must then
+    /// be indeterminate).
+    pub fn record(
+        &self,
+        worker: &str,
+        owner: Option<&str>,
+        kind: OpKind,
+        invoke_ms: u64,
+        complete_ms: Option<u64>,
+        outcome: Outcome,
+    ) -> OpHandle {
+        assert!(
+            complete_ms.is_some() || matches!(outcome, Outcome::Indeterminate(_)),
+            "an uncompleted op has no definite outcome"
+        );
+        let mut inner = self.lock();
+        if inner.ops.len() >= OPS_MAX {
+            inner.dropped += 1;
+            return OpHandle(None);
+        }
+        let id = inner.ops.len() as u64 + 1;
+        inner.ops.push(Op {
+            id,
+            worker: worker.to_owned(),
+            owner: owner.map(str::to_owned),
+            kind,
+            invoke_ms,
+            complete_ms: complete_ms.map(|at_ms| at_ms.max(invoke_ms)),
+            outcome,
+        });
+        OpHandle(Some(id))
+    }
+
+    /// Gives the latest acquisition of `owner` by `worker` the fence its
+    /// first write carried, if it has none yet (the whole-worker level
+    /// learns an acquisition's fence from what reached the store).
+    pub fn amend_acquire(&self, worker: &str, owner: &str, fence: i64) {
+        let mut inner = self.lock();
+        let latest = inner.ops.iter_mut().rev().find(|op| {
+            op.kind == OpKind::Acquire
+                && op.worker == worker
+                && op.owner.as_deref() == Some(owner)
+                && matches!(op.outcome, Outcome::Ok(OkValue::Acquired { .. }))
+        });
+        if let Some(op) = latest {
+            if let Outcome::Ok(OkValue::Acquired {
+                fence: issued @ None,
+            }) = &mut op.outcome
+            {
+                *issued = Some(fence);
+            }
+        }
     }
 
     /// Records a worker's final word on a job, now.

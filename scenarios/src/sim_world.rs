@@ -17,8 +17,8 @@ use redfence_sim::world::{World as Sim, WorldBuilder};
 use crate::conn::RedisConn;
 use crate::run::{WorldFactory, WorldSpec};
 use crate::world::{
-    worker_name, Clock, Fault, RawStore, Trigger, Truth, WorkerEnv, WorkerJob, World, WorldError,
-    WorldKind,
+    worker_name, Clock, Fault, Peek, RawStore, Spawner, Trigger, Truth, WorkerEnv, WorkerJob,
+    World, WorldError, WorldKind,
 };
 
 /// Builds simulated worlds.
@@ -38,6 +38,9 @@ impl WorldFactory for SimWorlds {
 /// The simulation behind the [`World`] contract.
 pub struct SimWorld {
     sim: Sim,
+    /// Per worker: the spawner its tasks go through, made up front so a
+    /// crash armed before the worker starts still reaches its tasks.
+    spawners: Vec<Spawner>,
 }
 
 impl SimWorld {
@@ -52,7 +55,20 @@ impl SimWorld {
             .store_op_timeout_ms(spec.op_timeout_ms)
             .build()
             .map_err(sim_error)?;
-        Ok(Self { sim })
+        let spawners = (0..sim.worker_count())
+            .map(|index| {
+                let (pause, _) = sim.worker_switches(index).map_err(sim_error)?;
+                Ok(Spawner::new(pause))
+            })
+            .collect::<Result<Vec<_>, WorldError>>()?;
+        Ok(Self { sim, spawners })
+    }
+
+    fn spawner(&self, index: usize) -> Result<&Spawner, WorldError> {
+        self.spawners.get(index).ok_or(WorldError::NoSuchWorker {
+            index,
+            workers: self.spawners.len(),
+        })
     }
 
     /// The simulation itself (its trace and command log, for replays).
@@ -108,6 +124,7 @@ impl World for SimWorld {
 
     fn spawn_worker(&mut self, index: usize, job: WorkerJob) -> Result<(), WorldError> {
         let clock = self.clock();
+        let spawner = self.spawner(index)?.clone();
         self.sim
             .spawn_worker(index, move |ctx| {
                 let env = WorkerEnv {
@@ -120,6 +137,7 @@ impl World for SimWorld {
                     tokens: ctx.tokens.clone(),
                     jitter: ctx.jitter.clone(),
                     clock,
+                    spawner,
                 };
                 job(env)
             })
@@ -149,7 +167,12 @@ impl World for SimWorld {
         match *fault {
             Fault::PauseWorker(w) => sim.pause_worker(w),
             Fault::ResumeWorker(w) => sim.resume_worker(w),
-            Fault::CrashWorker(w) => sim.crash_worker(w),
+            Fault::CrashWorker(w) => {
+                if let Some(spawner) = self.spawners.get(w) {
+                    spawner.kill();
+                }
+                sim.crash_worker(w)
+            }
             Fault::PartitionRedis(w) => sim.partition_worker_redis(w),
             Fault::HealRedis(w) => sim.heal_worker_redis(w),
             Fault::PartitionStore(w) => sim.partition_worker_store(w),
@@ -184,7 +207,11 @@ impl World for SimWorld {
             }
             Fault::CrashWorker(w) => {
                 let (_, kill) = self.sim.worker_switches(w).map_err(sim_error)?;
-                Ok(Trigger::new(move || kill.kill()))
+                let spawner = self.spawner(w)?.clone();
+                Ok(Trigger::new(move || {
+                    spawner.kill();
+                    kill.kill();
+                }))
             }
             ref other => Err(WorldError::Unsupported {
                 what: other.describe(),
@@ -201,6 +228,22 @@ impl World for SimWorld {
         Ok(primary
             .get(key)
             .map(|value| String::from_utf8_lossy(&value).into_owned()))
+    }
+
+    fn peeker(&mut self) -> Peek {
+        let primary = self.sim.primary().clone();
+        let replica = self.sim.replica().ok().cloned();
+        Peek::new(move |key| {
+            // The same choice as `peek`: a promoted replica is the primary.
+            let server = match &replica {
+                Some(replica) if replica.is_primary() => replica,
+                _ => &primary,
+            };
+            let value = server
+                .get(&key)
+                .map(|value| String::from_utf8_lossy(&value).into_owned());
+            Box::pin(std::future::ready(value))
+        })
     }
 
     fn truth(&mut self, lock_key: &str, resource: &str) -> Result<Truth, WorldError> {

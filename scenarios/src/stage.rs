@@ -14,8 +14,9 @@ use redfence_core::LockConfig;
 
 use crate::driver::{run_worker, Phase, Probe, WorkerPlan};
 use crate::history::{History, Limits};
-use crate::protocol::Protocol;
+use crate::protocol::{Plug, Protocol};
 use crate::recorder::Recorder;
+use crate::whole_worker::{run_whole_worker, Observer};
 use crate::world::{Fault, Trigger, WorkerEnv, World, WorldError};
 
 /// Step of [`Stage::run_until`]: fine enough to land a fault within a few
@@ -97,17 +98,29 @@ impl<'w> Stage<'w> {
         self.world.workers()
     }
 
-    /// Starts worker `index` on the standard flow with `plan`.
+    /// Starts worker `index` on `plan`: at the step level through the
+    /// harness's flow (`driver`), at the whole-worker level through the
+    /// protocol's own (`whole_worker`), whichever the protocol plugs in at.
     pub fn spawn(&mut self, index: usize, plan: WorkerPlan) -> Result<(), WorldError> {
         let protocol = self.protocol.clone();
         let config = self.config.clone();
         let recorder = self.recorder.clone();
         let probe = self.probes[index].clone();
+        let lock_key = self.lock_key()?;
+        let peek = self.world.peeker();
         self.world.spawn_worker(
             index,
             Box::new(move |env: WorkerEnv| {
-                let session = protocol.session(&env, &config);
-                Box::pin(run_worker(env, session, recorder, probe, plan))
+                let observer = Observer::new(&env.name, recorder.clone(), probe.clone());
+                let observed = observer.observe(env);
+                match protocol.plug(&observed, &config) {
+                    Plug::Steps(session) => {
+                        Box::pin(run_worker(observed, session, recorder, probe, plan))
+                    }
+                    Plug::Worker(runner) => Box::pin(run_whole_worker(
+                        observed, runner, observer, peek, lock_key, plan,
+                    )),
+                }
             }),
         )
     }

@@ -15,10 +15,13 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::rc::Rc;
+use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
+use redfence_core::freeze::FreezeSwitch;
 use redfence_core::{FenceSource, FencedStore, Jitter, StoreError, TokenSource, WriteOutcome};
+use tokio::task::{AbortHandle, JoinHandle};
 
 use crate::conn::RedisConn;
 use crate::history::{FenceRecord, OwnershipRecord};
@@ -99,6 +102,125 @@ pub struct WorkerEnv {
     pub jitter: Arc<dyn Jitter>,
     /// The world's clock.
     pub clock: Clock,
+    /// Starts the worker's own tasks (a renewal task, say): they pause with
+    /// the worker and die with it.
+    pub spawner: Spawner,
+}
+
+/// Most live tasks one worker may have spawned at once (finished ones do
+/// not count): a worker runs a job and a renewal task or two, not a pool.
+pub const WORKER_TASKS_MAX: usize = 64;
+
+#[derive(Debug, Default)]
+struct Tasks {
+    /// Set by a crash: every task was aborted, and later spawns are too.
+    dead: bool,
+    live: Vec<AbortHandle>,
+}
+
+/// Starts tasks that belong to one worker, as a process's threads belong to
+/// it: each is frozen by the worker's stop-the-world pause (the same
+/// [`FreezeSwitch`] as the worker's job) and aborted when the worker
+/// crashes.
+///
+/// Why the world hands this out rather than letting code call
+/// `tokio::task::spawn_local`: turmoil 0.7 has no way to stop a host, and
+/// a pause that froze only the job's own future would let a spawned
+/// renewal task keep the lease alive through the pause — hiding exactly
+/// the failure fencing exists for. Wrapping each spawned future in the
+/// worker's switch stops every task of the worker at once, in both worlds,
+/// without patching turmoil. Tasks must be spawned from inside the worker
+/// (its job or its tasks): they run on the worker's own executor.
+#[derive(Clone, Debug)]
+pub struct Spawner {
+    pause: FreezeSwitch,
+    tasks: Arc<Mutex<Tasks>>,
+}
+
+impl Spawner {
+    /// A spawner whose tasks freeze with `pause`.
+    pub fn new(pause: FreezeSwitch) -> Self {
+        Self {
+            pause,
+            tasks: Arc::default(),
+        }
+    }
+
+    /// Starts `task` on the worker's executor. Its handle can abort it, as
+    /// a worker stops its renewal task when the job ends.
+    ///
+    /// Panics past [`WORKER_TASKS_MAX`] live tasks (a runaway loop).
+    pub fn spawn<F>(&self, task: F) -> JoinHandle<F::Output>
+    where
+        F: Future + 'static,
+        F::Output: 'static,
+    {
+        let handle = tokio::task::spawn_local(self.pause.wrap(task));
+        let mut tasks = self.lock();
+        if tasks.dead {
+            // A crashed worker starts nothing.
+            handle.abort();
+            return handle;
+        }
+        tasks.live.retain(|h| !h.is_finished());
+        assert!(
+            tasks.live.len() < WORKER_TASKS_MAX,
+            "a worker may run at most {WORKER_TASKS_MAX} tasks at once"
+        );
+        tasks.live.push(handle.abort_handle());
+        handle
+    }
+
+    /// Aborts every task spawned so far and every later one: the worker
+    /// crashed.
+    pub fn kill(&self) {
+        let live = {
+            let mut tasks = self.lock();
+            tasks.dead = true;
+            std::mem::take(&mut tasks.live)
+        };
+        for task in live {
+            task.abort();
+        }
+    }
+
+    /// How many spawned tasks are still running.
+    pub fn live_tasks(&self) -> usize {
+        let mut tasks = self.lock();
+        tasks.live.retain(|h| !h.is_finished());
+        tasks.live.len()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Tasks> {
+        self.tasks.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// The value of a key on the current Redis primary, read out of band — the
+/// harness's own view of what reached the server, never a worker's path.
+/// Used inside a worker's task (so it need not be `Send`); `None` when the
+/// key is absent or Redis cannot be read.
+#[derive(Clone)]
+pub struct Peek(Rc<dyn Fn(String) -> Pin<Box<dyn Future<Output = Option<String>>>>>);
+
+impl Peek {
+    /// A peek running `read`.
+    pub fn new(
+        read: impl Fn(String) -> Pin<Box<dyn Future<Output = Option<String>>>> + 'static,
+    ) -> Self {
+        Self(Rc::new(read))
+    }
+
+    /// The key's value now.
+    pub async fn get(&self, key: &str) -> Option<String> {
+        (self.0)(key.to_owned()).await
+    }
+}
+
+impl std::fmt::Debug for Peek {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Peek")
+    }
 }
 
 /// Applies a worker fault when called (see [`World::trigger`]).
@@ -195,6 +317,11 @@ pub trait World {
     /// (not through any worker's path), so a script can act the moment a
     /// lock is set; `None` when the key does not exist or Redis is down.
     fn peek(&mut self, key: &str) -> Result<Option<String>, WorldError>;
+
+    /// [`World::peek`] as a handle usable inside a worker's task, where the
+    /// whole-worker level reads which owner a command left holding the
+    /// lock (`whole_worker`).
+    fn peeker(&mut self) -> Peek;
 
     /// The servers' ground truth for `lock_key` and `resource`.
     fn truth(&mut self, lock_key: &str, resource: &str) -> Result<Truth, WorldError>;

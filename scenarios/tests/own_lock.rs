@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use redfence_core::LockConfig;
 use redfence_scenarios::names;
-use redfence_scenarios::protocol::{Protocol, Session};
+use redfence_scenarios::protocol::{Plug, Protocol};
 use redfence_scenarios::protocols;
 use redfence_scenarios::replay::{replay, ReplayError};
 use redfence_scenarios::sweep::verify;
@@ -27,8 +27,8 @@ impl Protocol for TeamLock {
         "a hand-written lock whose release is a plain DEL"
     }
 
-    fn session(&self, env: &WorkerEnv, config: &LockConfig) -> Box<dyn Session> {
-        self.0.session(env, config)
+    fn plug(&self, env: &WorkerEnv, config: &LockConfig) -> Plug {
+        self.0.plug(env, config)
     }
 }
 
@@ -93,8 +93,8 @@ fn verify_refuses_a_lock_named_like_a_built_in_protocol() {
         fn describe(&self) -> &str {
             self.0.describe()
         }
-        fn session(&self, env: &WorkerEnv, config: &LockConfig) -> Box<dyn Session> {
-            self.0.session(env, config)
+        fn plug(&self, env: &WorkerEnv, config: &LockConfig) -> Plug {
+            self.0.plug(env, config)
         }
     }
     let lock = TeamLock(protocols::by_name(names::mutant::DEL_UNLOCK).expect("a mutant"));

@@ -215,10 +215,10 @@ fn random_faults() {
         Budget::Cases(100),
         &|_| {},
     );
-    assert_eq!(clean.cases, 100);
     if let Some(found) = clean.found {
         panic!("{}", explain(&found.record));
     }
+    assert_eq!(clean.cases, 100);
 
     let mutant = protocols::by_name("no-fence-check").expect("a shipped mutant");
     let broken = explore(&SimWorlds, mutant, 1, Budget::Cases(200));

@@ -9,7 +9,8 @@
 //!    extension is any `Acquire` by token `X` (a library may set, confirm
 //!    and give back a lease inside one acquire that answers "contended"), or
 //!    a `Renew` by `X` that was confirmed or is indeterminate (its command
-//!    may have run), invoked by `t`; an acquire that did not answer
+//!    may have run), or a whole-worker lock's `Command` carrying `X`,
+//!    invoked by `t`; an acquire that did not answer
 //!    "acquired" may have left commands in flight and counts as unanswered;
 //!    each is timed at
 //!    its completion, the latest moment its command can have run (or `t` if
@@ -81,7 +82,9 @@ pub(super) fn check(history: &History) -> Verdict {
 /// it answered: a library that took the lease and then could not use it —
 /// its fence source failed, its confirming renew timed out — answers
 /// "contended" or "failed" after commands that set or extended its own
-/// key), and a renew the server confirmed or whose answer never arrived.
+/// key), a renew the server confirmed or whose answer never arrived, and a
+/// whole-worker lock's command carrying `X`'s token (it may have been a
+/// renewal: the harness does not guess).
 fn may_extend(op: &Op) -> bool {
     matches!(
         (&op.kind, &op.outcome),
@@ -93,6 +96,7 @@ fn may_extend(op: &Op) -> bool {
 
 /// Rule 1; returns how many expiries were judged.
 fn no_foreign_extension(
+            | (OpKind::Command, _)
     history: &History,
     log: &[OwnershipRecord],
     violations: &mut Vec<(String, HistorySlice)>,

@@ -1,7 +1,8 @@
 //! `unlock-safety`: a release never deletes a lock held by another owner.
 //!
 //! Decided from the Redis ownership log: every `Deleted { owner: X }` must
-//! fall inside a `Release` op of owner token `X`, within
+//! fall inside a `Release` op of owner token `X` (at the whole-worker level,
+//! a `Command` that carried `X`), within
 //! `[invoke_ms, complete_ms]` (or `end_ms` if the release never completed —
 //! its command may still have run). An acquire of `X` that did not answer
 //! "acquired" counts as such a window too: a protocol that took the lease but
@@ -35,7 +36,11 @@ pub(super) fn check(history: &History) -> Verdict {
     };
     let mut releases: BTreeMap<&str, Vec<&Op>> = BTreeMap::new();
     let own_cleanup = |op: &&Op| {
-        op.kind == OpKind::Release || (op.kind == OpKind::Acquire && op.acquired_fence().is_none())
+    // A whole-worker lock's token-carrying command counts as its release
+    // window: the harness does not guess which of them released, and a
+    // command carrying `X` can only have deleted `X`'s key by comparing.
+        matches!(op.kind, OpKind::Release | OpKind::Command)
+            || (op.kind == OpKind::Acquire && op.acquired_fence().is_none())
     };
     for op in history.ops.iter().filter(own_cleanup) {
         if let Some(owner) = op.owner.as_deref() {

@@ -18,7 +18,7 @@ use redfence_core::LockConfig;
 use super::patch::{Patch, Patched};
 use super::wire;
 use super::{store_error, ReferenceSession};
-use crate::protocol::{Held, Protocol, Session, StepError, WriteResult};
+use crate::protocol::{Held, Plug, Protocol, StepError, WriteResult};
 use crate::world::{RawStore, WorkerEnv};
 
 /// Fence compared in the application, then an unchecked write.
@@ -35,11 +35,11 @@ impl Protocol for AppSideFenceCheck {
          then writes unchecked in a second step"
     }
 
-    fn session(&self, env: &WorkerEnv, config: &LockConfig) -> Box<dyn Session> {
-        Patched::boxed(
+    fn plug(&self, env: &WorkerEnv, config: &LockConfig) -> Plug {
+        Plug::Steps(Patched::boxed(
             ReferenceSession::new(env, config),
             ReadThenWrite(env.raw_store.clone()),
-        )
+        ))
     }
 }
 

@@ -14,7 +14,7 @@ use redfence_core::LockConfig;
 use super::patch::{Patch, Patched};
 use super::wire::{self, Wire};
 use super::ReferenceSession;
-use crate::protocol::{Held, Protocol, Session, StepError};
+use crate::protocol::{Held, Plug, Protocol, StepError};
 use crate::world::WorkerEnv;
 
 /// Release is `DEL` without an owner check.
@@ -30,11 +30,11 @@ impl Protocol for DelUnlock {
         "the reference, but release is a plain DEL with no owner check"
     }
 
-    fn session(&self, env: &WorkerEnv, config: &LockConfig) -> Box<dyn Session> {
-        Patched::boxed(
+    fn plug(&self, env: &WorkerEnv, config: &LockConfig) -> Plug {
+        Plug::Steps(Patched::boxed(
             ReferenceSession::new(env, config),
             PlainDel(Wire::new(env, config)),
-        )
+        ))
     }
 }
 

@@ -14,7 +14,7 @@ use redfence_core::LockConfig;
 use super::patch::{Patch, Patched};
 use super::wire::{self, Wire};
 use super::ReferenceSession;
-use crate::protocol::{Held, Protocol, Session, StepError};
+use crate::protocol::{Held, Plug, Protocol, StepError};
 use crate::world::WorkerEnv;
 
 /// Release is `GET`, compare in the client, then `DEL`.
@@ -30,11 +30,11 @@ impl Protocol for GetThenDel {
         "the reference, but release is GET, compare in the client, then a separate DEL"
     }
 
-    fn session(&self, env: &WorkerEnv, config: &LockConfig) -> Box<dyn Session> {
-        Patched::boxed(
+    fn plug(&self, env: &WorkerEnv, config: &LockConfig) -> Plug {
+        Plug::Steps(Patched::boxed(
             ReferenceSession::new(env, config),
             CheckThenDel(Wire::new(env, config)),
-        )
+        ))
     }
 }
 

@@ -19,7 +19,7 @@ use redis::Value;
 
 use super::patch::{Leaseless, Patch, Patched};
 use super::wire;
-use crate::protocol::{Acquire, Protocol, Session, StepError};
+use crate::protocol::{Acquire, Plug, Protocol, StepError};
 use crate::world::WorkerEnv;
 
 /// The lock set before the fence is issued.
@@ -36,8 +36,8 @@ impl Protocol for LockBeforeFence {
          leaves a lock with no fence behind"
     }
 
-    fn session(&self, env: &WorkerEnv, config: &LockConfig) -> Box<dyn Session> {
-        Patched::boxed(Leaseless::new(env, config), LockFirst)
+    fn plug(&self, env: &WorkerEnv, config: &LockConfig) -> Plug {
+        Plug::Steps(Patched::boxed(Leaseless::new(env, config), LockFirst))
     }
 }
 

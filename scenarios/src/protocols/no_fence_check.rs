@@ -18,7 +18,7 @@ use redfence_core::LockConfig;
 use super::patch::{Patch, Patched};
 use super::wire;
 use super::ReferenceSession;
-use crate::protocol::{Held, Protocol, Session, StepError, WriteResult};
+use crate::protocol::{Held, Plug, Protocol, StepError, WriteResult};
 use crate::world::{RawStore, WorkerEnv};
 
 /// Writes go to storage unchecked.
@@ -34,11 +34,11 @@ impl Protocol for NoFenceCheck {
         "the reference, but the protected write reaches storage with no fence or idempotency check"
     }
 
-    fn session(&self, env: &WorkerEnv, config: &LockConfig) -> Box<dyn Session> {
-        Patched::boxed(
+    fn plug(&self, env: &WorkerEnv, config: &LockConfig) -> Plug {
+        Plug::Steps(Patched::boxed(
             ReferenceSession::new(env, config),
             UncheckedWrite(env.raw_store.clone()),
-        )
+        ))
     }
 }
 

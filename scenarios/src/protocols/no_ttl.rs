@@ -20,7 +20,7 @@ use redis::Script;
 
 use super::patch::{Leaseless, Patch, Patched};
 use super::wire;
-use crate::protocol::{Acquire, Held, Protocol, Session, StepError};
+use crate::protocol::{Acquire, Held, Plug, Protocol, StepError};
 use crate::world::WorkerEnv;
 
 /// The reference's acquire script (`core/lua/acquire.lua`) with the lease
@@ -56,8 +56,8 @@ impl Protocol for NoTtl {
          never expires"
     }
 
-    fn session(&self, env: &WorkerEnv, config: &LockConfig) -> Box<dyn Session> {
-        Patched::boxed(Leaseless::new(env, config), Forever)
+    fn plug(&self, env: &WorkerEnv, config: &LockConfig) -> Plug {
+        Plug::Steps(Patched::boxed(Leaseless::new(env, config), Forever))
     }
 }
 

@@ -15,7 +15,7 @@ use crate::names;
 use redfence_core::{FenceSourceKind, LockConfig};
 
 use super::ReferenceSession;
-use crate::protocol::{Protocol, Session};
+use crate::protocol::{Plug, Protocol};
 use crate::world::WorkerEnv;
 
 /// Redis-counter fences, regardless of the configuration. (The protocol,
@@ -33,8 +33,8 @@ impl Protocol for RedisCounterFences {
          configuration asks for the store's durable counter"
     }
 
-    fn session(&self, env: &WorkerEnv, config: &LockConfig) -> Box<dyn Session> {
-        Box::new(ReferenceSession::new(env, &redis_counter(config)))
+    fn plug(&self, env: &WorkerEnv, config: &LockConfig) -> Plug {
+        Plug::Steps(Box::new(ReferenceSession::new(env, &redis_counter(config))))
     }
 }
 

@@ -1,11 +1,20 @@
-//! `reference`: redfence-core's lock, unchanged, as a [`Protocol`].
+//! `reference` and `reference-steps`: redfence-core's lock, unchanged, at
+//! both plug-in levels.
 //!
-//! Each step calls the library's own code: `LockClient::attempt` (the acquire
-//! script with bounded re-asks after a lost reply), `LockClient::renew`
-//! (compare-and-PEXPIRE), `LockClient::release` (compare-and-delete) and
-//! `FencedStore::apply_job` (fence check, effect and completion in one
-//! transaction). The renewal policy is the configuration's. This is the
-//! protocol every scenario must pass.
+//! - `reference` is the code a team deploys: each job runs through
+//!   `redfence_core::Worker::process` — `LockClient::acquire` (its own
+//!   full-jitter retries under the acquire deadline), the renewal keeper in
+//!   the job's task, `FencedStore::apply_job`, the compare-and-delete
+//!   release — at the whole-worker level. Nothing of the flow is the
+//!   harness's.
+//! - `reference-steps` is the same library one step at a time under the
+//!   harness's flow: `LockClient::attempt` (the acquire script with bounded
+//!   re-asks after a lost reply), `LockClient::renew` (compare-and-PEXPIRE),
+//!   `LockClient::release` and `FencedStore::apply_job`, with the
+//!   configuration's renewal policy. The step-level mutants are built on
+//!   its session.
+//!
+//! Both must pass every scenario.
 
 use crate::names;
 use std::collections::BTreeMap;
@@ -14,15 +23,18 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use redfence_core::{
     Attempt, FenceSourceKind, FencedStore, FencedWrite, JobId, JobWrite, Lease, LockClient,
-    LockConfig, OwnerToken, Renewal,
+    LockConfig, OwnerToken, ProcessOutcome, Renewal, ResourceName, Worker,
 };
 
 use super::{lock_error, resource_name};
 use crate::conn::RedisConn;
-use crate::protocol::{Acquire, Held, Protocol, RenewalPolicy, Session, StepError, WriteResult};
+use crate::history::JobReport;
+use crate::protocol::{
+    Acquire, Held, Job, JobRunner, Plug, Protocol, RenewalPolicy, Session, StepError, WriteResult,
+};
 use crate::world::WorkerEnv;
 
-/// The reference lock (redfence-core).
+/// The reference lock (redfence-core), as deployed: `Worker::process`.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Reference;
 
@@ -32,12 +44,93 @@ impl Protocol for Reference {
     }
 
     fn describe(&self) -> &str {
-        "redfence-core's lock: fresh owner token, acquire + fence in one script, \
-         compare-and-delete, bounded compare-and-renew, fence checked by the store"
+        "redfence-core's Worker as deployed: fresh owner token, acquire + fence in one script \
+         with jittered retries, renewal keeper in the job's task, fence checked by the store, \
+         compare-and-delete"
     }
 
-    fn session(&self, env: &WorkerEnv, config: &LockConfig) -> Box<dyn Session> {
-        Box::new(ReferenceSession::new(env, config))
+    fn plug(&self, env: &WorkerEnv, config: &LockConfig) -> Plug {
+        Plug::Worker(Box::new(ReferenceWorker::new(env, config)))
+    }
+}
+
+/// The reference lock one step at a time, under the harness's flow.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ReferenceSteps;
+
+impl Protocol for ReferenceSteps {
+    fn name(&self) -> &str {
+        names::protocol::REFERENCE_STEPS
+    }
+
+    fn describe(&self) -> &str {
+        "redfence-core's lock step by step under the harness's flow (the base of the \
+         step-level mutants)"
+    }
+
+    fn plug(&self, env: &WorkerEnv, config: &LockConfig) -> Plug {
+        Plug::Steps(Box::new(ReferenceSession::new(env, config)))
+    }
+}
+
+/// The library's lock client over `env`'s handles, configured by `config`.
+fn lock_client(env: &WorkerEnv, config: &LockConfig) -> LockClient<RedisConn> {
+    let mut builder = LockClient::builder(env.redis.clone(), config.clone())
+        .tokens(env.tokens.clone())
+        .jitter(env.jitter.clone());
+    if config.fence_source() == FenceSourceKind::Store {
+        builder = builder.fence_source(env.store_fences.clone());
+    }
+    builder
+        .build()
+        .expect("the world supplies the fence source the config names")
+}
+
+/// A worker running `redfence_core::Worker`, exactly as a service would.
+pub struct ReferenceWorker {
+    worker: Worker<RedisConn>,
+    name: String,
+}
+
+impl ReferenceWorker {
+    /// The library's worker over `env`'s handles.
+    pub fn new(env: &WorkerEnv, config: &LockConfig) -> Self {
+        Self {
+            worker: Worker::new(lock_client(env, config), env.store.clone()),
+            name: env.name.clone(),
+        }
+    }
+
+    /// The library's worker this runs (a test holds the reference to it).
+    pub fn worker(&self) -> &Worker<RedisConn> {
+        &self.worker
+    }
+}
+
+#[async_trait(?Send)]
+impl JobRunner for ReferenceWorker {
+    async fn run(&mut self, job: &Job) -> JobReport {
+        let (Ok(resource), Ok(job_id)) = (
+            ResourceName::new(job.resource.as_str()),
+            JobId::new(job.job_id.as_str()),
+        ) else {
+            return JobReport::Failed;
+        };
+        let name = self.name.as_str();
+        let outcome = self
+            .worker
+            .process(&resource, &job_id, |fence| async move {
+                job.work().await;
+                Ok(job.value(name, Some(fence.get())))
+            })
+            .await;
+        match outcome {
+            ProcessOutcome::Success { .. } => JobReport::Success,
+            ProcessOutcome::AlreadyDone => JobReport::AlreadyDone,
+            ProcessOutcome::RetryLater => JobReport::RetryLater,
+            ProcessOutcome::OwnershipLost(_) => JobReport::OwnershipLost,
+            ProcessOutcome::Failed(_) => JobReport::Failed,
+        }
     }
 }
 
@@ -54,17 +147,8 @@ pub struct ReferenceSession {
 impl ReferenceSession {
     /// A session over `env`'s connections.
     pub fn new(env: &WorkerEnv, config: &LockConfig) -> Self {
-        let mut builder = LockClient::builder(env.redis.clone(), config.clone())
-            .tokens(env.tokens.clone())
-            .jitter(env.jitter.clone());
-        if config.fence_source() == FenceSourceKind::Store {
-            builder = builder.fence_source(env.store_fences.clone());
-        }
-        let client = builder
-            .build()
-            .expect("the world supplies the fence source the config names");
         Self {
-            client,
+            client: lock_client(env, config),
             store: env.store.clone(),
             config: config.clone(),
             leases: BTreeMap::new(),

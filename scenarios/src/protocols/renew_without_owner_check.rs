@@ -16,7 +16,7 @@ use redfence_core::LockConfig;
 use super::patch::{Patch, Patched};
 use super::wire::{self, Wire};
 use super::ReferenceSession;
-use crate::protocol::{Held, Protocol, Session, StepError};
+use crate::protocol::{Held, Plug, Protocol, StepError};
 use crate::world::WorkerEnv;
 
 /// Renewal is `PEXPIRE` without an owner check.
@@ -32,11 +32,11 @@ impl Protocol for RenewWithoutOwnerCheck {
         "the reference, but renew is a plain PEXPIRE that extends whoever holds the lock"
     }
 
-    fn session(&self, env: &WorkerEnv, config: &LockConfig) -> Box<dyn Session> {
-        Patched::boxed(
+    fn plug(&self, env: &WorkerEnv, config: &LockConfig) -> Plug {
+        Plug::Steps(Patched::boxed(
             ReferenceSession::new(env, config),
             PlainPexpire(Wire::new(env, config)),
-        )
+        ))
     }
 }
 

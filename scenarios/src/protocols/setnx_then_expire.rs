@@ -18,7 +18,7 @@ use redfence_core::LockConfig;
 
 use super::patch::{Leaseless, Patch, Patched};
 use super::wire;
-use crate::protocol::{Acquire, Protocol, Session, StepError};
+use crate::protocol::{Acquire, Plug, Protocol, StepError};
 use crate::world::WorkerEnv;
 
 /// `SETNX`, `INCR`, `PEXPIRE` as three commands.
@@ -35,8 +35,8 @@ impl Protocol for SetnxThenExpire {
          lock with no TTL"
     }
 
-    fn session(&self, env: &WorkerEnv, config: &LockConfig) -> Box<dyn Session> {
-        Patched::boxed(Leaseless::new(env, config), ThreeCommands)
+    fn plug(&self, env: &WorkerEnv, config: &LockConfig) -> Plug {
+        Plug::Steps(Patched::boxed(Leaseless::new(env, config), ThreeCommands))
     }
 }
 

@@ -14,7 +14,7 @@ use redfence_core::LockConfig;
 
 use super::patch::{Patch, Patched};
 use super::ReferenceSession;
-use crate::protocol::{Protocol, Session};
+use crate::protocol::{Plug, Protocol};
 use crate::world::WorkerEnv;
 
 /// The token every acquire of every worker uses.
@@ -33,8 +33,11 @@ impl Protocol for StaticOwner {
         "the reference, but every acquire of every worker uses the same owner token"
     }
 
-    fn session(&self, env: &WorkerEnv, config: &LockConfig) -> Box<dyn Session> {
-        Patched::boxed(ReferenceSession::new(env, config), SameToken)
+    fn plug(&self, env: &WorkerEnv, config: &LockConfig) -> Plug {
+        Plug::Steps(Patched::boxed(
+            ReferenceSession::new(env, config),
+            SameToken,
+        ))
     }
 }
 

@@ -13,7 +13,7 @@ use redfence_core::LockConfig;
 
 use super::patch::{Patch, Patched};
 use super::ReferenceSession;
-use crate::protocol::{Protocol, RenewalPolicy, Session};
+use crate::protocol::{Plug, Protocol, RenewalPolicy, Session};
 use crate::world::WorkerEnv;
 
 /// Renews without limits.
@@ -29,8 +29,8 @@ impl Protocol for UnboundedRenewal {
         "the reference, but it renews for as long as the job runs: no max hold, no renewal count"
     }
 
-    fn session(&self, env: &WorkerEnv, config: &LockConfig) -> Box<dyn Session> {
-        Patched::boxed(ReferenceSession::new(env, config), NoLimits)
+    fn plug(&self, env: &WorkerEnv, config: &LockConfig) -> Plug {
+        Plug::Steps(Patched::boxed(ReferenceSession::new(env, config), NoLimits))
     }
 }
 

@@ -12,8 +12,14 @@ use redfence_core::{
 };
 
 use crate::conn::RedisConn;
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use redis::aio::MultiplexedConnection;
+
 use crate::world::{
-    worker_name, Clock, Fault, Trigger, Truth, WorkerEnv, WorkerJob, World, WorldError, WorldKind,
+    worker_name, Clock, Fault, Peek, Trigger, Truth, WorkerEnv, WorkerJob, World, WorldError,
+    WorldKind,
 };
 
 use super::*;
@@ -60,6 +66,7 @@ impl World for RealWorld {
             tokens: Arc::new(RandomUuidTokens),
             jitter: Arc::new(ThreadRngJitter),
             clock,
+            spawner: slot.spawner.clone(),
         };
         let paused = slot.pause.wrap(job(env));
         let finished = slot.finished.clone();
@@ -133,8 +140,10 @@ impl World for RealWorld {
             Fault::CrashWorker(w) => {
                 let slot = self.slot(w)?;
                 let (crashed, abort) = (slot.crashed.clone(), slot.abort.clone());
+                let spawner = slot.spawner.clone();
                 Ok(Trigger::new(move || {
                     crashed.store(true, Ordering::SeqCst);
+                    spawner.kill();
                     // Fired inside the job: it is dropped when its current
                     // poll yields, closing its connections as a dying
                     // process would.
@@ -152,6 +161,42 @@ impl World for RealWorld {
 
     fn peek(&mut self, key: &str) -> Result<Option<String>, WorldError> {
         self.peek_primary(key)
+    }
+
+    fn peeker(&mut self) -> Peek {
+        self.refresh_primary_url();
+        let url = self.primary_url.clone();
+        let cached: Rc<RefCell<Option<(String, MultiplexedConnection)>>> = Rc::default();
+        Peek::new(move |key| {
+            let url = url.borrow().clone();
+            let cached = cached.clone();
+            Box::pin(async move {
+                let url = url?;
+                let conn = cached.borrow_mut().take();
+                let read = tokio::time::timeout(Duration::from_millis(PEEK_TIMEOUT_MS), async {
+                    let mut conn = match conn {
+                        Some((at, conn)) if at == url => conn,
+                        _ => {
+                            redis::Client::open(url.as_str())?
+                                .get_multiplexed_async_connection()
+                                .await?
+                        }
+                    };
+                    let value: Option<String> =
+                        redis::cmd("GET").arg(&key).query_async(&mut conn).await?;
+                    Ok::<_, redis::RedisError>((conn, value))
+                })
+                .await;
+                match read {
+                    Ok(Ok((conn, value))) => {
+                        *cached.borrow_mut() = Some((url, conn));
+                        value
+                    }
+                    // Unreadable now: reopened at the next peek.
+                    Ok(Err(_)) | Err(_) => None,
+                }
+            })
+        })
     }
 
     fn truth(&mut self, lock_key: &str, resource: &str) -> Result<Truth, WorldError> {
@@ -174,6 +219,7 @@ impl RealWorld {
             Fault::CrashWorker(w) => {
                 let slot = &mut self.slots[w];
                 slot.crashed.store(true, Ordering::SeqCst);
+                slot.spawner.kill();
                 // Never spawned: its connections die with it.
                 slot.conns = None;
                 if let Some(task) = &slot.task {
@@ -213,9 +259,18 @@ impl RealWorld {
             }
             Fault::FailOver => {
                 self.needs_replica(fault)?;
-                self.cluster_op(|c| c.fail_over())
+                let failed_over = self.cluster_op(|c| c.fail_over());
+                self.refresh_primary_url();
+                failed_over
             }
         }
+    }
+
+    /// Points the workers' peeks at the primary the proxies use now.
+    fn refresh_primary_url(&mut self) {
+        let cluster = self.cluster();
+        let node = self.block_on(cluster.current_primary());
+        *self.primary_url.borrow_mut() = cluster.redis_node_url(node);
     }
 
     /// [`World::peek`].

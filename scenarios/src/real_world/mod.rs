@@ -185,6 +185,8 @@ impl FaultClock {
 /// One worker's state in the world.
 struct Slot {
     pause: FreezeSwitch,
+    /// The worker's own tasks: frozen by `pause`, aborted by a crash.
+    spawner: crate::world::Spawner,
     /// The last fault on the worker's store path.
     store_faulted: FaultClock,
     /// Taken when the worker is spawned: from then on its job owns them, so
@@ -218,6 +220,9 @@ pub struct RealWorld {
     /// Direct to the current Redis primary, for peeks; reopened after an
     /// error or a failover.
     peek_conn: Option<(RedisNode, MultiplexedConnection)>,
+    /// The current primary's direct URL, shared with the workers' peeks
+    /// (see `World::peeker`); updated when a fault moves the primary.
+    primary_url: std::rc::Rc<std::cell::RefCell<Option<String>>>,
     started: Instant,
     /// Wall time at `started`, to put the fence log's timestamps on the
     /// world's clock.
@@ -261,15 +266,19 @@ impl RealWorld {
         };
         let slots = conns
             .into_iter()
-            .map(|conns| Slot {
-                redis_link: Arc::downgrade(&conns.redis.0),
-                store_faulted: conns.store_faulted.clone(),
-                pause: FreezeSwitch::new(),
-                conns: Some(conns),
-                task: None,
-                crashed: Arc::new(AtomicBool::new(false)),
-                abort: Arc::default(),
-                finished: Arc::new(AtomicBool::new(false)),
+            .map(|conns| {
+                let pause = FreezeSwitch::new();
+                Slot {
+                    spawner: crate::world::Spawner::new(pause.clone()),
+                    redis_link: Arc::downgrade(&conns.redis.0),
+                    store_faulted: conns.store_faulted.clone(),
+                    pause,
+                    conns: Some(conns),
+                    task: None,
+                    crashed: Arc::new(AtomicBool::new(false)),
+                    abort: Arc::default(),
+                    finished: Arc::new(AtomicBool::new(false)),
+                }
             })
             .collect();
         let started_wall_ms = SystemTime::now()
@@ -283,6 +292,7 @@ impl RealWorld {
             op_timeout,
             admin_store: admin_store.with_op_timeout(Duration::from_millis(ADMIN_TIMEOUT_MS)),
             peek_conn: None,
+            primary_url: std::rc::Rc::default(),
             started: Instant::now(),
             started_wall_ms,
             rt,

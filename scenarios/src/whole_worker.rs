@@ -1,0 +1,638 @@
+//! The whole-worker level: a team's own worker code runs each job's whole
+//! flow, and the harness only watches what reaches the servers.
+//!
+//! At the step level (`driver`) the harness owns the flow and records each
+//! step it takes. Here it owns nothing of it: a [`JobRunner`] acquires with
+//! its own retries, renews from its own task, writes and releases however
+//! it does. So the history is built from what the handles the world gave
+//! the worker carried, and from the servers:
+//!
+//! - **Writes** are recorded at the store handle, exactly as sent and
+//!   answered (fence, owner, job, outcome) — the store's own log says what
+//!   it then did.
+//! - **Acquires** are the Redis commands that carried one of the worker's
+//!   owner tokens while it was acquiring. Whether one acquired is read from
+//!   the server, out of band, right after its reply ([`Peek`]): the lock key
+//!   holds that token, or it does not. The token's fence is the one its
+//!   first write carried (the harness cannot read a fence off a script's
+//!   reply it does not know the shape of).
+//! - **Commands** that carried the token after that (renewals, the release,
+//!   whatever the lock sends) are recorded as they are, unclassified; the
+//!   Redis ownership log says what each did to the key.
+//! - **Reports** are what the job returned.
+//!
+//! The phases fault scripts aim at come from the same observations, not
+//! from the flow: *holding* when the server shows the worker's token on
+//! the lock key, *writing* when the protected write leaves for the store,
+//! *releasing* when the write's answer has come back (what follows is the
+//! release). That is why owner tokens must come from `env.tokens`: they
+//! are how the harness tells holders apart (and, in the simulation, they
+//! are seeded).
+//!
+//! What the wrappers cost the lock: nothing on the wire but one out-of-band
+//! read of the lock key after each token-carrying reply while acquiring.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use redfence_core::{
+    FenceLogEntry, FencedStore, FencedWrite, JobId, JobOutcome, JobWrite, OwnerToken, ResourceName,
+    StoreError, TokenSource, WriteOutcome,
+};
+use redis::aio::ConnectionLike;
+use redis::{Cmd, Pipeline, RedisFuture, Value};
+use tokio::sync::Notify;
+
+use crate::conn::RedisConn;
+use crate::driver::{JobSpec, Phase, Probe, WorkerPlan};
+use crate::history::{JobReport, OkValue, OpKind, Outcome};
+use crate::protocol::{Job, JobRunner};
+use crate::record::JobStat;
+use crate::recorder::{OpHandle, Recorder};
+use crate::world::{Clock, Peek, RawStore, WorkerEnv};
+
+/// Most owner tokens remembered per worker: an acquire draws one per
+/// attempt at most, and only recent ones can still be on the wire.
+pub const TOKENS_REMEMBERED_MAX: usize = 64;
+
+/// Most observed replies waiting to be classified: the worker's own task
+/// drains them after every poll, so more means a runaway loop.
+pub const EVENTS_PENDING_MAX: usize = 4_096;
+
+/// One reply to a Redis command that carried one of the worker's tokens.
+#[derive(Clone, Debug)]
+struct Reply {
+    owner: String,
+    invoke_ms: u64,
+    /// `None` when the caller stopped waiting (its own timeout dropped the
+    /// request): the command may still run, so it stays uncompleted.
+    complete_ms: Option<u64>,
+    /// `None`: a definite answer; `Some((definite, why))`: an error.
+    error: Option<(bool, String)>,
+}
+
+/// Notes a token-carrying request's answer — or, if the caller drops the
+/// request first (a client-side timeout), that none came.
+struct Pending {
+    shared: Arc<Shared>,
+    owner: String,
+    invoke_ms: u64,
+    answered: bool,
+}
+
+impl Pending {
+    fn answer<T>(mut self, result: &redis::RedisResult<T>) {
+        self.answered = true;
+        if is_noscript(result) {
+            // EVALSHA before EVAL: the client library's own retry, never
+            // an effect.
+            return;
+        }
+        self.shared.push(Reply {
+            owner: std::mem::take(&mut self.owner),
+            invoke_ms: self.invoke_ms,
+            complete_ms: Some(self.shared.clock.now_ms()),
+            error: result.as_ref().err().map(redis_error),
+        });
+    }
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        if !self.answered {
+            self.shared.push(Reply {
+                owner: std::mem::take(&mut self.owner),
+                invoke_ms: self.invoke_ms,
+                complete_ms: None,
+                error: Some((
+                    false,
+                    "the caller stopped waiting for the answer".to_owned(),
+                )),
+            });
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct Seen {
+    /// Tokens the worker drew, newest last.
+    tokens: VecDeque<String>,
+    replies: VecDeque<Reply>,
+    /// Replies dropped past [`EVENTS_PENDING_MAX`].
+    dropped: u64,
+}
+
+/// What the handles of one worker share with the watcher in its task.
+#[derive(Debug)]
+struct Shared {
+    /// Off at the step level, where the driver records every step itself.
+    on: AtomicBool,
+    seen: Mutex<Seen>,
+    arrived: Notify,
+    clock: Clock,
+}
+
+impl Shared {
+    fn seen(&self) -> std::sync::MutexGuard<'_, Seen> {
+        self.seen.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The newest drawn token among `args`, if any.
+    fn token_in<'a>(&self, mut args: impl Iterator<Item = &'a [u8]>) -> Option<String> {
+        let seen = self.seen();
+        if seen.tokens.is_empty() {
+            return None;
+        }
+        args.find_map(|arg| {
+            seen.tokens
+                .iter()
+                .rev()
+                .find(|token| token.as_bytes() == arg)
+                .cloned()
+        })
+    }
+
+    fn push(&self, reply: Reply) {
+        let mut seen = self.seen();
+        if seen.replies.len() >= EVENTS_PENDING_MAX {
+            seen.dropped += 1;
+            return;
+        }
+        seen.replies.push_back(reply);
+        drop(seen);
+        self.arrived.notify_one();
+    }
+}
+
+/// Watches one worker's handles. Made by the stage for every worker;
+/// [`Observer::observe`] wraps the handles, and it records only once
+/// switched on ([`Observer::watch`]) for a whole-worker protocol.
+#[derive(Clone, Debug)]
+pub struct Observer {
+    shared: Arc<Shared>,
+    worker: String,
+    recorder: Recorder,
+    probe: Probe,
+}
+
+impl Observer {
+    /// An observer of worker `worker`, recording into `recorder`.
+    pub fn new(worker: &str, recorder: Recorder, probe: Probe) -> Self {
+        let shared = Shared {
+            on: AtomicBool::new(false),
+            seen: Mutex::default(),
+            arrived: Notify::new(),
+            clock: recorder.clock().clone(),
+        };
+        Self {
+            shared: Arc::new(shared),
+            worker: worker.to_owned(),
+            recorder,
+            probe,
+        }
+    }
+
+    /// `env` with its Redis connection, stores and token source wrapped.
+    pub fn observe(&self, env: WorkerEnv) -> WorkerEnv {
+        WorkerEnv {
+            redis: RedisConn::new(ObservedRedis {
+                inner: env.redis.clone(),
+                shared: self.shared.clone(),
+            }),
+            store: Arc::new(ObservedStore {
+                inner: env.store.clone(),
+                observer: self.clone(),
+            }),
+            raw_store: Arc::new(ObservedRawStore {
+                inner: env.raw_store.clone(),
+                observer: self.clone(),
+            }),
+            tokens: Arc::new(ObservedTokens {
+                inner: env.tokens.clone(),
+                shared: self.shared.clone(),
+            }),
+            ..env
+        }
+    }
+
+    /// Starts recording: the protocol plugged in as a whole worker.
+    pub fn watch(&self) {
+        self.shared.on.store(true, Ordering::SeqCst);
+    }
+
+    fn on(&self) -> bool {
+        self.shared.on.load(Ordering::SeqCst)
+    }
+
+    fn now_ms(&self) -> u64 {
+        self.shared.clock.now_ms()
+    }
+
+    /// Records a protected write as it leaves for the store (phase
+    /// *writing*); [`Observer::write_answered`] completes it.
+    fn write_sent(&self, owner: &str, fence: i64, job_id: Option<&str>) -> OpHandle {
+        let kind = OpKind::Write {
+            fence,
+            job_id: job_id.map(str::to_owned),
+        };
+        let op = self.recorder.invoke(&self.worker, Some(owner), kind);
+        // Fired before the request leaves: an armed crash stops the worker
+        // when this poll yields, with the request on its way.
+        self.probe.set(Phase::Writing);
+        op
+    }
+
+    fn write_answered(&self, op: OpHandle, answer: Result<OkValue, &StoreError>) {
+        match answer {
+            Ok(value) => self.recorder.complete(op, Outcome::Ok(value)),
+            Err(error) if error.definitely_not_applied() => {
+                self.recorder.complete(op, Outcome::Fail(error.to_string()))
+            }
+            Err(error) => self.recorder.give_up(op, error.to_string()),
+        }
+        // The write is done; what a flow does next is give the lock back.
+        self.probe.set(Phase::Releasing);
+    }
+}
+
+/// Runs `plan` for a whole-worker protocol's `runner`: each job through
+/// the team's code, its replies classified as they arrive (see the module
+/// doc), its report recorded.
+pub(crate) async fn run_whole_worker(
+    env: WorkerEnv,
+    mut runner: Box<dyn JobRunner>,
+    observer: Observer,
+    peek: Peek,
+    lock_key: String,
+    plan: WorkerPlan,
+) {
+    assert!(
+        plan.jobs.len() <= crate::driver::JOBS_MAX,
+        "a plan holds at most {} jobs",
+        crate::driver::JOBS_MAX
+    );
+    observer.watch();
+    if let Ok(name) = ResourceName::new(plan.resource.as_str()) {
+        // Not part of the protocol under test (see `driver::run_worker`).
+        let _ = env.store.ensure_resource(&name).await;
+    }
+    let mut watcher = Watcher {
+        observer: observer.clone(),
+        peek,
+        lock_key,
+        acquires: Vec::new(),
+    };
+    for spec in &plan.jobs {
+        if plan.start_delay_ms > 0 {
+            tokio::time::sleep(std::time::Duration::from_millis(plan.start_delay_ms)).await;
+        }
+        let job = Job {
+            resource: plan.resource.clone(),
+            job_id: spec.job_id.clone(),
+            work_ms: spec.work_ms,
+        };
+        let stat = run_job(&mut watcher, runner.as_mut(), &job, spec).await;
+        observer
+            .recorder
+            .report(&env.name, Some(&job.job_id), stat.report);
+        observer.probe.stat(stat);
+        observer.probe.set(Phase::Idle);
+    }
+    observer.probe.set(Phase::Done);
+}
+
+/// One job through the team's code, with its replies watched.
+async fn run_job(
+    watcher: &mut Watcher,
+    runner: &mut dyn JobRunner,
+    job: &Job,
+    spec: &JobSpec,
+) -> JobStat {
+    let started_ms = watcher.observer.now_ms();
+    let mut stat = JobStat {
+        job_id: spec.job_id.clone(),
+        attempts: 0,
+        wait_ms: None,
+        report: JobReport::Failed,
+    };
+    watcher.observer.probe.set(Phase::Acquiring);
+    let run = runner.run(job);
+    tokio::pin!(run);
+    // Bounded by the job: each turn either ends it or handles replies the
+    // job's own progress produced.
+    loop {
+        tokio::select! {
+            // The job first: replies it produced in this poll are then
+            // classified before it is polled again.
+            biased;
+            report = &mut run => {
+                watcher.drain(&mut stat, started_ms).await;
+                stat.report = report;
+                return stat;
+            }
+            () = watcher.observer.shared.arrived.notified() => {
+                watcher.drain(&mut stat, started_ms).await;
+            }
+        }
+    }
+}
+
+/// Classifies a worker's token-carrying replies inside its own task.
+struct Watcher {
+    observer: Observer,
+    peek: Peek,
+    lock_key: String,
+    /// Acquisitions (owner, op) still waiting for their fence.
+    acquires: Vec<(String, OpHandle)>,
+}
+
+impl Watcher {
+    async fn drain(&mut self, stat: &mut JobStat, started_ms: u64) {
+        // Bounded by EVENTS_PENDING_MAX per call.
+        for _ in 0..EVENTS_PENDING_MAX {
+            let Some(reply) = self.observer.shared.seen().replies.pop_front() else {
+                return;
+            };
+            self.classify(reply, stat, started_ms).await;
+        }
+    }
+
+    async fn classify(&mut self, reply: Reply, stat: &mut JobStat, started_ms: u64) {
+        let observer = &self.observer;
+        let acquiring = observer.probe.phase() == Phase::Acquiring;
+        let kind = if acquiring {
+            OpKind::Acquire
+        } else {
+            OpKind::Command
+        };
+        let outcome = match &reply.error {
+            Some((true, why)) => Outcome::Fail(why.clone()),
+            Some((false, why)) => Outcome::Indeterminate(why.clone()),
+            None if !acquiring => Outcome::Ok(OkValue::Answered),
+            None => {
+                stat.attempts += 1;
+                let holder = self.peek.get(&self.lock_key).await;
+                if holder.as_deref() == Some(reply.owner.as_str()) {
+                    Outcome::Ok(OkValue::Acquired { fence: None })
+                } else {
+                    Outcome::Ok(OkValue::Contended)
+                }
+            }
+        };
+        if reply.error.is_some() && acquiring {
+            stat.attempts += 1;
+        }
+        let acquired = matches!(outcome, Outcome::Ok(OkValue::Acquired { .. }));
+        let op = observer.recorder.record(
+            &observer.worker,
+            Some(&reply.owner),
+            kind,
+            reply.invoke_ms,
+            // As at the step level: a request without a definite answer
+            // may still take effect, so it stays uncompleted.
+            reply
+                .complete_ms
+                .filter(|_| !matches!(outcome, Outcome::Indeterminate(_))),
+            outcome,
+        );
+        if acquired {
+            self.acquires.retain(|(owner, _)| *owner != reply.owner);
+            self.acquires.push((reply.owner.clone(), op));
+            if self.acquires.len() > TOKENS_REMEMBERED_MAX {
+                self.acquires.remove(0);
+            }
+            let acquired_ms = reply.complete_ms.unwrap_or(reply.invoke_ms);
+            stat.wait_ms = Some(acquired_ms.saturating_sub(started_ms));
+            observer.probe.set(Phase::Holding);
+        }
+    }
+}
+
+impl Observer {
+    /// The first write of an owner names the fence its acquisition issued.
+    fn fence_seen(&self, owner: &str, fence: i64) {
+        self.recorder.amend_acquire(&self.worker, owner, fence);
+    }
+}
+
+/// The worker's Redis connection, noting replies to commands that carry
+/// one of its tokens.
+#[derive(Clone)]
+struct ObservedRedis {
+    inner: RedisConn,
+    shared: Arc<Shared>,
+}
+
+fn redis_error(error: &redis::RedisError) -> (bool, String) {
+    // A refused connection never sent the command; a server error reply
+    // is a definite no. A timeout or a dropped connection may have run it.
+    let definite = error.is_connection_refusal()
+        || !(error.is_timeout() || error.is_io_error() || error.is_connection_dropped());
+    (definite, error.to_string())
+}
+
+impl ObservedRedis {
+    fn pending(&self, owner: String) -> Pending {
+        Pending {
+            shared: self.shared.clone(),
+            owner,
+            invoke_ms: self.shared.clock.now_ms(),
+            answered: false,
+        }
+    }
+}
+
+fn is_noscript<T>(result: &redis::RedisResult<T>) -> bool {
+    matches!(result, Err(e) if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript))
+}
+
+impl ConnectionLike for ObservedRedis {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        let owner = if self.shared.on.load(Ordering::SeqCst) {
+            self.shared.token_in(cmd.args_iter().filter_map(arg_bytes))
+        } else {
+            None
+        };
+        let Some(owner) = owner else {
+            return self.inner.req_packed_command(cmd);
+        };
+        let pending = self.pending(owner);
+        let sent = self.inner.req_packed_command(cmd);
+        Box::pin(async move {
+            let result = sent.await;
+            pending.answer(&result);
+            result
+        })
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        let owner = if self.shared.on.load(Ordering::SeqCst) {
+            self.shared.token_in(
+                pipeline
+                    .cmd_iter()
+                    .flat_map(|cmd| cmd.args_iter())
+                    .filter_map(arg_bytes),
+            )
+        } else {
+            None
+        };
+        let Some(owner) = owner else {
+            return self.inner.req_packed_commands(pipeline, offset, count);
+        };
+        let pending = self.pending(owner);
+        let sent = self.inner.req_packed_commands(pipeline, offset, count);
+        Box::pin(async move {
+            let result = sent.await;
+            pending.answer(&result);
+            result
+        })
+    }
+
+    fn get_db(&self) -> i64 {
+        self.inner.get_db()
+    }
+}
+
+fn arg_bytes(arg: redis::Arg<&[u8]>) -> Option<&[u8]> {
+    match arg {
+        redis::Arg::Simple(bytes) => Some(bytes),
+        // A SCAN cursor (or anything redis-rs adds later) is never a token.
+        _ => None,
+    }
+}
+
+/// The worker's token source, remembering what it handed out.
+#[derive(Debug)]
+struct ObservedTokens {
+    inner: Arc<dyn TokenSource>,
+    shared: Arc<Shared>,
+}
+
+impl TokenSource for ObservedTokens {
+    fn next_token(&self) -> OwnerToken {
+        let token = self.inner.next_token();
+        let mut seen = self.shared.seen();
+        if seen.tokens.len() >= TOKENS_REMEMBERED_MAX {
+            seen.tokens.pop_front();
+        }
+        seen.tokens.push_back(token.as_str().to_owned());
+        token
+    }
+}
+
+/// The worker's fenced store, recording the protected writes.
+struct ObservedStore {
+    inner: Arc<dyn FencedStore>,
+    observer: Observer,
+}
+
+fn job_value(outcome: &JobOutcome) -> OkValue {
+    match *outcome {
+        JobOutcome::Applied => OkValue::WriteAccepted,
+        JobOutcome::AlreadyDone => OkValue::AlreadyDone,
+        JobOutcome::Stale { last_fence } => OkValue::WriteStale { last_fence },
+        JobOutcome::NotFound => OkValue::WriteNotFound,
+    }
+}
+
+fn write_value(outcome: &WriteOutcome) -> OkValue {
+    match *outcome {
+        WriteOutcome::Accepted => OkValue::WriteAccepted,
+        WriteOutcome::Stale { last_fence } => OkValue::WriteStale { last_fence },
+        WriteOutcome::NotFound => OkValue::WriteNotFound,
+    }
+}
+
+#[async_trait]
+impl FencedStore for ObservedStore {
+    async fn ensure_resource(&self, resource: &ResourceName) -> Result<(), StoreError> {
+        self.inner.ensure_resource(resource).await
+    }
+
+    async fn write_fenced(&self, write: &FencedWrite) -> Result<WriteOutcome, StoreError> {
+        if !self.observer.on() {
+            return self.inner.write_fenced(write).await;
+        }
+        let (owner, fence) = (write.owner.as_str(), write.fence.get());
+        self.observer.fence_seen(owner, fence);
+        let op = self.observer.write_sent(owner, fence, None);
+        let answer = self.inner.write_fenced(write).await;
+        self.observer
+            .write_answered(op, answer.as_ref().map(write_value));
+        answer
+    }
+
+    async fn apply_job(&self, job: &JobWrite) -> Result<JobOutcome, StoreError> {
+        if !self.observer.on() {
+            return self.inner.apply_job(job).await;
+        }
+        let (owner, fence) = (job.write.owner.as_str(), job.write.fence.get());
+        self.observer.fence_seen(owner, fence);
+        let op = self
+            .observer
+            .write_sent(owner, fence, Some(job.job_id.as_str()));
+        let answer = self.inner.apply_job(job).await;
+        self.observer
+            .write_answered(op, answer.as_ref().map(job_value));
+        answer
+    }
+
+    async fn is_completed(&self, job_id: &JobId) -> Result<bool, StoreError> {
+        self.inner.is_completed(job_id).await
+    }
+
+    async fn read(&self, resource: &ResourceName) -> Result<Option<(String, i64)>, StoreError> {
+        self.inner.read(resource).await
+    }
+
+    async fn fence_log(&self, resource: &ResourceName) -> Result<Vec<FenceLogEntry>, StoreError> {
+        self.inner.fence_log(resource).await
+    }
+}
+
+/// The worker's unchecked store path, recording its writes.
+struct ObservedRawStore {
+    inner: Arc<dyn RawStore>,
+    observer: Observer,
+}
+
+#[async_trait]
+impl RawStore for ObservedRawStore {
+    async fn read_fence(&self, resource: &str) -> Result<i64, StoreError> {
+        self.inner.read_fence(resource).await
+    }
+
+    async fn write_unchecked(
+        &self,
+        resource: &str,
+        fence: i64,
+        owner: &str,
+        job_id: Option<&str>,
+        value: &str,
+    ) -> Result<WriteOutcome, StoreError> {
+        if !self.observer.on() {
+            return self
+                .inner
+                .write_unchecked(resource, fence, owner, job_id, value)
+                .await;
+        }
+        if fence > 0 {
+            self.observer.fence_seen(owner, fence);
+        }
+        let op = self.observer.write_sent(owner, fence, job_id);
+        let answer = self
+            .inner
+            .write_unchecked(resource, fence, owner, job_id, value)
+            .await;
+        self.observer
+            .write_answered(op, answer.as_ref().map(write_value));
+        answer
+    }
+}
