@@ -17,8 +17,11 @@ use crate::sweep::{Cell, Sweep};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Compared {
-    /// Both worlds held it on every seed.
+    /// Both worlds exercised it and neither violated it.
     BothHeld,
+    /// Neither world violated it, and at least one never exercised it (its
+    /// runs gave the property nothing to judge): agreement, but no evidence.
+    NotExercised,
     /// Both worlds violated it on some seed.
     BothViolated,
     /// Violated in the simulation, held in the real world.
@@ -60,11 +63,13 @@ impl Row {
     }
 }
 
-/// Ever violated / always held / never decided, over a cell's seeds.
+/// Ever violated / held when exercised / never exercised / never decided,
+/// over a cell's seeds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Class {
     Violated,
     Held,
+    NotExercised,
     Undecided,
 }
 
@@ -76,6 +81,8 @@ fn class(cell: &Cell, property: Property) -> Class {
         Class::Violated
     } else if t.held > 0 {
         Class::Held
+    } else if t.not_exercised > 0 {
+        Class::NotExercised
     } else {
         Class::Undecided
     }
@@ -105,8 +112,11 @@ pub fn compare(sim: &Sweep, real: &Sweep) -> Vec<Row> {
                             (Class::Undecided, _) => Compared::SimUndecided,
                             (Class::Held, Class::Held) => Compared::BothHeld,
                             (Class::Violated, Class::Violated) => Compared::BothViolated,
-                            (Class::Violated, Class::Held) => Compared::OnlySim,
-                            (Class::Held, Class::Violated) => Compared::OnlyReal,
+                            (Class::Violated, _) => Compared::OnlySim,
+                            (_, Class::Violated) => Compared::OnlyReal,
+                            (Class::NotExercised, _) | (_, Class::NotExercised) => {
+                                Compared::NotExercised
+                            }
                         },
                     };
                     (property, compared)

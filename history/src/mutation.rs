@@ -69,6 +69,11 @@ pub const CATCHES: &[Catch] = &[
         FAILOVER_COUNTER_REGRESSION,
         Property::FenceUniqueness,
     ),
+    catch(
+        UNFENCED_SET_NX,
+        STALE_WORKER_PAUSE,
+        Property::UnfencedStaleWrite,
+    ),
 ];
 
 /// Whether `protocol` is a shipped mutant (it has promised catches). Any

@@ -79,9 +79,12 @@ pub mod mutant {
     pub const LOCK_BEFORE_FENCE: &str = "lock-before-fence";
     /// Fences from the Redis counter, which a failover can regress.
     pub const REDIS_COUNTER_FENCES: &str = "redis-counter-fences";
+    /// The plain lock most teams ship: `SET NX PX`, compare-and-delete, and
+    /// no fence, so a holder paused past its lease still writes.
+    pub const UNFENCED_SET_NX: &str = "unfenced-set-nx";
 
     /// Every shipped mutant, in catalog order.
-    pub const ALL: [&str; 11] = [
+    pub const ALL: [&str; 12] = [
         DEL_UNLOCK,
         GET_THEN_DEL,
         RENEW_WITHOUT_OWNER_CHECK,
@@ -93,6 +96,7 @@ pub mod mutant {
         NO_TTL,
         LOCK_BEFORE_FENCE,
         REDIS_COUNTER_FENCES,
+        UNFENCED_SET_NX,
     ];
 }
 

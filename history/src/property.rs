@@ -1,4 +1,4 @@
-//! The eight properties the checker decides: their names and one-line descriptions.
+//! The nine properties the checker decides: their names and one-line descriptions.
 //!
 //! The kebab-case name is the property's identity everywhere — JSON, reports,
 //! the CLI, scenario expectations — so it is defined once, here, and the serde
@@ -15,6 +15,8 @@ pub enum Property {
     FenceOrder,
     /// Stale owners are rejected, report ownership lost, and stop retrying.
     StaleOwnerRejected,
+    /// No write without a fence is accepted after its writer's lease ended.
+    UnfencedStaleWrite,
     /// A release never deletes another owner's lock.
     UnlockSafety,
     /// A renew never extends another owner's lock; renewal is bounded.
@@ -31,9 +33,10 @@ pub enum Property {
 
 impl Property {
     /// Every property, in the order verdicts are reported.
-    pub const ALL: [Property; 8] = [
+    pub const ALL: [Property; 9] = [
         Property::FenceOrder,
         Property::StaleOwnerRejected,
+        Property::UnfencedStaleWrite,
         Property::UnlockSafety,
         Property::RenewalSafety,
         Property::FenceUniqueness,
@@ -47,6 +50,7 @@ impl Property {
         match self {
             Property::FenceOrder => "fence-order",
             Property::StaleOwnerRejected => "stale-owner-rejected",
+            Property::UnfencedStaleWrite => "unfenced-stale-write",
             Property::UnlockSafety => "unlock-safety",
             Property::RenewalSafety => "renewal-safety",
             Property::FenceUniqueness => "fence-uniqueness",
@@ -65,6 +69,10 @@ impl Property {
             Property::StaleOwnerRejected => {
                 "a stale owner's write is rejected once its successor has written, \
                  and the worker reports ownership lost without retrying the fence"
+            }
+            Property::UnfencedStaleWrite => {
+                "no write without a fence is accepted after its writer's lease ended \
+                 (nothing else could stop it)"
             }
             Property::UnlockSafety => "a release never deletes a lock held by another owner",
             Property::RenewalSafety => {

@@ -19,8 +19,10 @@ use crate::record::{Param, RunRecord, WorldKind};
 use crate::verdict::Status;
 
 /// Version of the [`Sweep`] JSON schema; readers refuse other versions
-/// (version 2 gave fault records their typed `fault`).
-pub const SCHEMA_VERSION: u32 = 2;
+/// (version 2 gave fault records their typed `fault`; version 3 added the
+/// `not-exercised` verdict status, the tallies' `not_exercised` count and
+/// the `unfenced-stale-write` property).
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// One shard of the seed space: seeds whose `seed % count == index - 1`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -80,19 +82,31 @@ impl Shard {
 pub struct Tally {
     /// The property.
     pub property: Property,
-    /// Seeds on which it held.
+    /// Seeds on which it was exercised and held.
     pub held: u64,
     /// Seeds on which it was violated.
     pub violated: u64,
     /// Seeds on which it could not be decided.
     pub undecided: u64,
+    /// Seeds that gave it nothing to judge: neither a pass nor a failure,
+    /// and never counted as held.
+    pub not_exercised: u64,
+}
+
+impl Tally {
+    /// Whether any seed gave the property something to judge and the
+    /// checker decided it (held or violated).
+    pub fn exercised(&self) -> bool {
+        self.held + self.violated > 0
+    }
 }
 
 /// What a cell was expected to show.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Expectation {
-    /// Every property holds (the reference, everywhere).
+    /// No property is violated (the reference, everywhere); a property the
+    /// run did not exercise is not a failure, and not a pass either.
     Pass,
     /// These properties are violated on some seed (a promised catch).
     Catch(Vec<Property>),
@@ -104,7 +118,9 @@ pub enum Expectation {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum CellStatus {
-    /// Expected to pass and did.
+    /// Expected to pass and did: no property violated on any seed (each
+    /// held, or was not exercised, or could not be decided; the tallies say
+    /// which).
     Passed,
     /// A promised catch happened.
     Caught,
@@ -210,6 +226,11 @@ pub struct Sweep {
     pub cells: Vec<Cell>,
     /// Mutation score per mutant in the plan.
     pub mutants: Vec<MutantScore>,
+    /// What produced the sweep: redfence's version and commit, and in the
+    /// real world the provider and the servers' versions. Absent in results
+    /// written before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provenance: Option<crate::provenance::Provenance>,
 }
 
 impl Sweep {
@@ -368,6 +389,7 @@ impl CellAcc {
                     held: 0,
                     violated: 0,
                     undecided: 0,
+                    not_exercised: 0,
                 })
                 .collect(),
             first_failure: None,
@@ -392,6 +414,7 @@ impl CellAcc {
                 Status::Held => tally.held += 1,
                 Status::Violated => tally.violated += 1,
                 Status::Undecided => tally.undecided += 1,
+                Status::NotExercised => tally.not_exercised += 1,
             }
         }
         let hit = record.violated().iter().any(|p| promised.contains(p));
@@ -464,7 +487,11 @@ impl CellAcc {
     }
 }
 
-/// Whether every one of `properties` was undecided on every seed run.
+/// Whether every one of `properties` was undecided on every seed run that
+/// gave it something to judge (never held, never violated, undecided at
+/// least once). A property that was merely not exercised on every seed is
+/// not undecidable: the world could have judged it, the scenario gave it
+/// nothing — a promised catch that did not happen (`Missed`).
 fn undecided_everywhere(tallies: &[Tally], properties: &[Property]) -> bool {
     properties.iter().all(|p| {
         tallies
@@ -497,5 +524,119 @@ pub fn score(mutant: &str, cells: &[Cell]) -> MutantScore {
             .map(|c| c.scenario.clone())
             .collect(),
         seeds_to_catch: promised.iter().filter_map(|c| c.seeds_to_catch).min(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::names::{mutant, protocol, scenario};
+    use crate::record::Metrics;
+    use crate::verdict::Verdict;
+
+    /// A run whose every property has `status`, except `violated` ones.
+    fn run(status: Status, violated: &[Property]) -> RunRecord {
+        let verdicts = Property::ALL
+            .iter()
+            .map(|&p| match (violated.contains(&p), status) {
+                (true, _) => Verdict::violated(
+                    p,
+                    "x",
+                    crate::verdict::HistorySlice {
+                        op_ids: vec![1],
+                        ..Default::default()
+                    },
+                ),
+                (false, Status::Held) => Verdict::held(p, "x"),
+                (false, Status::Undecided) => Verdict::undecided(p, "x"),
+                (false, _) => Verdict::not_exercised(p, "x"),
+            })
+            .collect();
+        RunRecord {
+            scenario: "s".to_owned(),
+            protocol: "p".to_owned(),
+            world: WorldKind::Sim,
+            seed: 0,
+            params: Vec::new(),
+            verdicts,
+            history: None,
+            metrics: Metrics::default(),
+            error: None,
+            replay: "r".to_owned(),
+        }
+    }
+
+    fn cell(protocol: &str, scenario: &str, runs: Vec<RunRecord>) -> Cell {
+        let promised = promised(protocol, scenario);
+        let mut acc = CellAcc::new();
+        for (i, record) in runs.into_iter().enumerate() {
+            acc.add(i as u64 + 1, record, &promised);
+        }
+        acc.finish(WorldKind::Sim, scenario, protocol)
+    }
+
+    #[test]
+    fn not_exercised_is_tallied_apart_from_held_and_fails_nothing() {
+        let c = cell(
+            protocol::REFERENCE,
+            scenario::MUTUAL_EXCLUSION,
+            vec![run(Status::NotExercised, &[]), run(Status::Held, &[])],
+        );
+        assert_eq!(c.status, CellStatus::Passed);
+        for t in &c.tallies {
+            assert_eq!((t.held, t.not_exercised, t.violated), (1, 1, 0));
+            assert!(t.exercised());
+        }
+        let never = cell(
+            protocol::REFERENCE,
+            scenario::MUTUAL_EXCLUSION,
+            vec![run(Status::NotExercised, &[])],
+        );
+        assert_eq!(never.status, CellStatus::Passed);
+        assert!(never.tallies.iter().all(|t| !t.exercised() && t.held == 0));
+    }
+
+    #[test]
+    fn a_promised_property_never_exercised_is_a_miss_not_undecidable() {
+        let (m, s) = (mutant::NO_FENCE_CHECK, scenario::STALE_WORKER_PAUSE);
+        let missed = cell(m, s, vec![run(Status::NotExercised, &[])]);
+        assert_eq!(missed.status, CellStatus::Missed);
+        let undecidable = cell(m, s, vec![run(Status::Undecided, &[])]);
+        assert_eq!(undecidable.status, CellStatus::Undecidable);
+        let mixed = cell(
+            m,
+            s,
+            vec![run(Status::Undecided, &[]), run(Status::NotExercised, &[])],
+        );
+        assert_eq!(mixed.status, CellStatus::Undecidable);
+        let caught = cell(
+            m,
+            s,
+            vec![
+                run(Status::NotExercised, &[]),
+                run(Status::NotExercised, &[Property::FenceOrder]),
+            ],
+        );
+        assert_eq!(
+            (caught.status, caught.seeds_to_catch),
+            (CellStatus::Caught, Some(2))
+        );
+        let score = score(m, &[missed, caught]);
+        assert_eq!((score.promised, score.caught), (2, 1));
+    }
+
+    #[test]
+    fn tallies_serialise_the_new_count() {
+        let c = cell(
+            protocol::REFERENCE,
+            scenario::MUTUAL_EXCLUSION,
+            vec![run(Status::NotExercised, &[])],
+        );
+        let json = serde_json::to_string(&c.tallies[0]).unwrap();
+        assert_eq!(
+            json,
+            r#"{"property":"fence-order","held":0,"violated":0,"undecided":0,"not_exercised":1}"#
+        );
+        assert_eq!(SCHEMA_VERSION, 3);
     }
 }

@@ -17,15 +17,44 @@ use crate::property::Property;
 pub const SLICE_ITEMS_MAX: usize = 6;
 
 /// Whether a property held.
+///
+/// `Held` means the run gave the property something to judge and it held;
+/// a run that gave it nothing (no instance of what its rule ranges over —
+/// no deletion for `unlock-safety`, no stale write for
+/// `stale-owner-rejected`) is `NotExercised`, so a report never counts a
+/// check that never ran as a check that passed. Neither is a failure.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Status {
-    /// The history shows no violation.
+    /// The history had something to judge, and it shows no violation.
     Held,
     /// The history shows a violation (see the slice).
     Violated,
     /// The history cannot decide it (the explanation says why).
     Undecided,
+    /// The history held nothing the property's rule ranges over (the
+    /// explanation says what was missing): it was not tested.
+    NotExercised,
+}
+
+impl Status {
+    /// Every status, in declaration order.
+    pub const ALL: [Status; 4] = [
+        Status::Held,
+        Status::Violated,
+        Status::Undecided,
+        Status::NotExercised,
+    ];
+
+    /// The kebab-case name (the JSON spelling).
+    pub fn name(self) -> &'static str {
+        match self {
+            Status::Held => "held",
+            Status::Violated => "violated",
+            Status::Undecided => "undecided",
+            Status::NotExercised => "not-exercised",
+        }
+    }
 }
 
 /// The checker's answer for one property.
@@ -33,9 +62,10 @@ pub enum Status {
 pub struct Verdict {
     /// The property judged.
     pub property: Property,
-    /// Held, violated or undecided.
+    /// Held, violated, undecided or not exercised.
     pub status: Status,
-    /// Plain words: what was checked, what contradicts it, or why undecided.
+    /// Plain words: what was checked, what contradicts it, why undecided,
+    /// or what the run lacked for it to be exercised.
     pub explanation: String,
     /// The smallest part of the history showing a violation (empty otherwise).
     pub slice: HistorySlice,
@@ -60,6 +90,20 @@ impl Verdict {
     /// The property cannot be decided, for `reason`.
     pub fn undecided(property: Property, reason: impl Into<String>) -> Self {
         Self::new(property, Status::Undecided, reason, HistorySlice::default())
+    }
+
+    /// The run gave the property nothing to judge; `missing` says what
+    /// ("no lock key was deleted"). The explanation reads "nothing to
+    /// judge: " and then `missing`.
+    pub fn not_exercised(property: Property, missing: impl Into<String>) -> Self {
+        let missing = missing.into();
+        assert!(!missing.is_empty(), "say what the run lacked");
+        Self::new(
+            property,
+            Status::NotExercised,
+            format!("nothing to judge: {missing}"),
+            HistorySlice::default(),
+        )
     }
 
     fn new(
@@ -166,6 +210,23 @@ mod tests {
         assert_eq!(owner_text(a), a);
         assert_ne!(owner_text(a), owner_text(b));
         assert_eq!(owner_text("w1-o1"), "w1-o1");
+    }
+
+    #[test]
+    fn not_exercised_is_its_own_status_and_says_what_was_missing() {
+        let v = Verdict::not_exercised(Property::UnlockSafety, "no lock key was deleted");
+        assert_eq!(v.status, Status::NotExercised);
+        assert_ne!(v.status, Status::Held);
+        assert_eq!(v.explanation, "nothing to judge: no lock key was deleted");
+        assert!(v.slice.is_empty());
+        for status in Status::ALL {
+            let json = serde_json::to_string(&status).unwrap();
+            assert_eq!(json, format!("\"{}\"", status.name()));
+        }
+        assert_eq!(
+            serde_json::from_str::<Status>("\"not-exercised\"").unwrap(),
+            Status::NotExercised
+        );
     }
 
     #[test]

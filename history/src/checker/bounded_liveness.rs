@@ -23,7 +23,8 @@
 //! Rule 1 is judged on whatever faults the run had: a scenario that keeps a
 //! fault up until the end (Redis down for good) is expected to violate it.
 //! Without the ownership log, rule 2 cannot be decided: a violation of rule 1
-//! still gives `Violated`, otherwise the verdict is `Undecided`.
+//! still gives `Violated`, otherwise the verdict is `Undecided`. A run with
+//! no contending worker and no holding is `NotExercised`.
 
 use std::collections::BTreeMap;
 
@@ -58,6 +59,10 @@ pub(super) fn check(history: &History) -> Verdict {
         None => Verdict::undecided(
             PROPERTY,
             format!("{NO_REDIS_TRUTH} (how long locks were held is unknown); {contenders}"),
+        ),
+        Some(_) if contenders_count == 0 && holdings_count == 0 => Verdict::not_exercised(
+            PROPERTY,
+            "no worker tried to acquire and no lock key was held",
         ),
         Some(_) => Verdict::held(
             PROPERTY,

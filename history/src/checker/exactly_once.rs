@@ -5,7 +5,7 @@
 //! its write ops carried, when they all agree — that is how a job applied
 //! once through the job path and again through a plain write is still seen.
 //! Without the log the verdict is `Undecided`: an indeterminate write may
-//! have been applied.
+//! have been applied. A log in which no job was applied is `NotExercised`.
 
 use std::collections::BTreeMap;
 
@@ -35,6 +35,9 @@ pub(super) fn check(history: &History) -> Verdict {
         .collect();
     violations.sort_by_key(|(_, _, second)| second.seq);
     let Some(&(job_id, first, second)) = violations.first() else {
+        if applied.is_empty() {
+            return Verdict::not_exercised(PROPERTY, "the store applied no job");
+        }
         return Verdict::held(
             PROPERTY,
             format!("{} jobs were each applied at most once", applied.len()),

@@ -10,6 +10,18 @@
 //! write op behind it (a write the client never reported) is bounded by its
 //! commit time. Without the log the verdict is `Undecided`.
 //!
+//! A write without a fence (fence 0) is judged by what the lock is. A lock
+//! that issues no fences at all (no acquire in the run issued one, no
+//! fenced write reached the store: a plain `SET NX PX` lock) cannot fail
+//! closed on a fence it never promised, so for its writes the rule asks
+//! only what it can of any lock: a completed successful acquire by the same
+//! owner token, completed no later than the write was invoked. Whether such
+//! a write was stale is `unfenced-stale-write`'s question, and reading "its
+//! acquire issued no fence" here would hide the data it lost behind a
+//! fencing detail. A lock that does issue fences and writes without one —
+//! its fence step failed and it went ahead — failed open, and is judged as
+//! any fenced write is: its acquire issued no fence.
+//!
 //! A second rule reads the Redis ownership log: **a failed acquire leaves no
 //! lock behind.** A holding whose owner token's every acquire ended in a
 //! definite `Fail` — the client was told "no" and walked away — must not
@@ -27,6 +39,11 @@
 //! design that walks away from its lock. Without the
 //! ownership log this rule cannot be decided: a violation of the first rule
 //! still gives `Violated`, otherwise the verdict is `Undecided`.
+//!
+//! The rules range over accepted writes (each needs its acquire) and over
+//! acquires that did not succeed (failed or indeterminate: where a client
+//! must fail closed, by not writing and by leaving no lock behind); a run
+//! with neither is `NotExercised`.
 
 use std::collections::BTreeMap;
 
@@ -43,25 +60,39 @@ pub(super) fn check(history: &History) -> Verdict {
     let Some(log) = &history.store_truth else {
         return Verdict::undecided(PROPERTY, NO_STORE_TRUTH);
     };
-    // Earliest completion of a successful acquire, per (owner, fence).
+    // Earliest completion of a successful acquire, per (owner, fence), and
+    // per owner whatever the fence (for writes without one).
     let mut acquired_ms: BTreeMap<(&str, i64), u64> = BTreeMap::new();
+    let mut acquired_any_ms: BTreeMap<&str, u64> = BTreeMap::new();
     for op in &history.ops {
-        if let (Some(Some(fence)), Some(owner), Some(complete_ms)) =
+        if let (Some(fence), Some(owner), Some(complete_ms)) =
             (op.acquired_fence(), op.owner.as_deref(), op.complete_ms)
         {
-            let entry = acquired_ms.entry((owner, fence)).or_insert(complete_ms);
-            *entry = (*entry).min(complete_ms);
+            let any = acquired_any_ms.entry(owner).or_insert(complete_ms);
+            *any = (*any).min(complete_ms);
+            if let Some(fence) = fence {
+                let entry = acquired_ms.entry((owner, fence)).or_insert(complete_ms);
+                *entry = (*entry).min(complete_ms);
+            }
         }
     }
+    // Whether this lock issues fences at all (see the module doc).
+    let fenced_lock = acquired_ms
+        .keys()
+        .any(|(_, fence)| !lookup::unfenced(*fence))
+        || log.iter().any(|r| !lookup::unfenced(r.fence));
     let mut violations: Vec<(&FenceRecord, Option<&Op>, u64)> = Vec::new();
     let mut accepted_count = 0_usize;
     for record in log.iter().filter(|r| r.outcome == FenceOutcome::Accepted) {
         accepted_count += 1;
         let write = lookup::write_for(history, record);
         let write_invoke_ms = write.map_or(record.at_ms, |op| op.invoke_ms);
-        let covered = acquired_ms
-            .get(&(record.owner.as_str(), record.fence))
-            .is_some_and(|&complete_ms| complete_ms <= write_invoke_ms);
+        let acquired = if !fenced_lock && lookup::unfenced(record.fence) {
+            acquired_any_ms.get(record.owner.as_str())
+        } else {
+            acquired_ms.get(&(record.owner.as_str(), record.fence))
+        };
+        let covered = acquired.is_some_and(|&complete_ms| complete_ms <= write_invoke_ms);
         if !covered {
             violations.push((record, write, write_invoke_ms));
         }
@@ -70,9 +101,15 @@ pub(super) fn check(history: &History) -> Verdict {
         if let Some(verdict) = orphan_lock(history) {
             return verdict;
         }
+        let unsuccessful_count = history
+            .ops
+            .iter()
+            .filter(|op| op.kind == OpKind::Acquire)
+            .filter(|op| matches!(op.outcome, Outcome::Fail(_) | Outcome::Indeterminate(_)))
+            .count();
         let writes = format!(
             "each of {accepted_count} accepted writes followed a completed successful acquire \
-             of its fence by its owner"
+             by its owner (of its fence, where it carried one)"
         );
         // As bounded-liveness does: half a property is not a verdict.
         if history.redis_truth.is_none() {
@@ -84,9 +121,18 @@ pub(super) fn check(history: &History) -> Verdict {
                 ),
             );
         }
+        if accepted_count == 0 && unsuccessful_count == 0 {
+            return Verdict::not_exercised(
+                PROPERTY,
+                "the store accepted no write and every acquire succeeded or was contended",
+            );
+        }
         return Verdict::held(
             PROPERTY,
-            format!("{writes}; no failed acquire left a lock behind"),
+            format!(
+                "{writes}; {unsuccessful_count} acquires failed or ended unknown, and no \
+                 failed acquire left a lock behind"
+            ),
         );
     };
     let acquire = closest_acquire(history, &record.owner, record.fence);
@@ -212,7 +258,10 @@ fn acquire_failure(acquire: &Op, fence: i64, write_invoke_ms: u64) -> String {
             format!("its acquire (op {id}) ended indeterminate ({why})")
         }
         (Outcome::Fail(why), _) => format!("its acquire (op {id}) failed ({why})"),
-        (_, Some(None)) => format!("its acquire (op {id}) issued no fence"),
+        (_, Some(None)) => format!(
+            "its acquire (op {id}) issued no fence, though this lock issues fences: it wrote \
+             without one instead of failing closed"
+        ),
         (_, Some(Some(f))) if f == fence => format!(
             "its acquire of fence {fence} (op {id}) completed only at {} ms, after the write \
              was invoked at {write_invoke_ms} ms",

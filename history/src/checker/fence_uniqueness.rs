@@ -6,7 +6,8 @@
 //! answered the same fence again (the acquire is idempotent per token), but
 //! two workers must never share one — even when a static owner token makes
 //! them look like one owner. A regressing Redis counter across a failover is
-//! the classic way to break this.
+//! the classic way to break this. A run in which no acquire issued a fence
+//! (nobody acquired, or the lock issues none) is `NotExercised`.
 
 use std::collections::BTreeMap;
 
@@ -36,6 +37,9 @@ pub(super) fn check(history: &History) -> Verdict {
     }
     violations.sort_by_key(|(_, _, second)| (second.complete_ms, second.id));
     let Some(&(fence, first, second)) = violations.first() else {
+        if issued.is_empty() {
+            return Verdict::not_exercised(PROPERTY, "no acquire issued a fence");
+        }
         return Verdict::held(
             PROPERTY,
             format!(

@@ -1,10 +1,22 @@
-//! Finding the client ops that correspond to a store record.
+//! Finding the client ops that correspond to a store record, and telling
+//! fenced writes from unfenced ones.
 //!
 //! The fence log names owner and fence but no op id; slices and the
 //! fail-closed rule need the write op behind a record. Matching is by owner
 //! and fence, which identify one acquisition's writes.
+//!
+//! A write carries a fence when its fence is positive: fences are positive
+//! (redfence-core's `Fence` refuses anything else), a lock that issues none
+//! writes with 0 (the harness records a write under a lease without a fence
+//! as fence 0). The fence properties (`fence-order`, `stale-owner-rejected`)
+//! judge fenced writes; `unfenced-stale-write` judges the others.
 
 use crate::history::{FenceRecord, History, Op, OpKind};
+
+/// Whether a write with `fence` carried no fence (see the module doc).
+pub(super) fn unfenced(fence: i64) -> bool {
+    fence <= 0
+}
 
 /// Write ops carrying `owner` and `fence`, in id order.
 pub(super) fn writes_of<'h>(history: &'h History, owner: &str, fence: i64) -> Vec<&'h Op> {

@@ -6,7 +6,10 @@
 //! history (see [`History::validate`]) is judged by no property: every verdict
 //! is then `Undecided`, because a decision on broken input would be a guess.
 //! When a verdict is `Violated`, it reports the earliest violation found by
-//! its rule and says how many more there were.
+//! its rule and says how many more there were. A property whose rule found
+//! nothing in the history to range over (no deletion, no stale write, no
+//! write without a fence) is `NotExercised`, never `Held`: each file's
+//! module doc says what its rule ranges over.
 
 mod bounded_liveness;
 mod exactly_once;
@@ -17,6 +20,7 @@ mod holdings;
 mod lookup;
 mod renewal_safety;
 mod stale_owner_rejected;
+mod unfenced_stale_write;
 mod unlock_safety;
 
 use crate::history::History;
@@ -62,6 +66,7 @@ fn decide(history: &History, property: Property) -> Verdict {
     let verdict = match property {
         Property::FenceOrder => fence_order::check(history),
         Property::StaleOwnerRejected => stale_owner_rejected::check(history),
+        Property::UnfencedStaleWrite => unfenced_stale_write::check(history),
         Property::UnlockSafety => unlock_safety::check(history),
         Property::RenewalSafety => renewal_safety::check(history),
         Property::FenceUniqueness => fence_uniqueness::check(history),
@@ -83,5 +88,171 @@ fn more(violations_total: usize) -> String {
         0 => String::new(),
         1 => " (and 1 more violation)".to_owned(),
         n => format!(" (and {n} more violations)"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::history::{FenceOutcome, HistoryBuilder, Limits, OkValue, OpKind, Outcome};
+    use crate::verdict::Status;
+
+    const LIMITS: Limits = Limits {
+        lease_ms: 500,
+        hold_ms_max: 3_000,
+        renewals_max: 5,
+        tolerance_ms: 20,
+    };
+
+    fn statuses(history: &History) -> Vec<(Property, Status)> {
+        check(history)
+            .iter()
+            .map(|v| (v.property, v.status))
+            .collect()
+    }
+
+    #[test]
+    fn a_run_that_did_nothing_exercised_nothing() {
+        let history = HistoryBuilder::new("r", LIMITS).end(1_000).build();
+        for verdict in check(&history) {
+            assert_eq!(
+                verdict.status,
+                Status::NotExercised,
+                "{}: {}",
+                verdict.property,
+                verdict.explanation
+            );
+            assert!(verdict.explanation.starts_with("nothing to judge: "));
+        }
+    }
+
+    /// One job under a lock without fences, inside its lease: acquire (no
+    /// fence), write with fence 0, release.
+    fn unfenced_job() -> HistoryBuilder {
+        let acquired = Outcome::Ok(OkValue::Acquired { fence: None });
+        HistoryBuilder::new("r", LIMITS)
+            .op("w0", Some("o0"), OpKind::Acquire, 0, Some(2), acquired)
+            .set(1, "o0")
+            .write(
+                "w0",
+                "o0",
+                0,
+                Some("j0"),
+                (100, 103),
+                OkValue::WriteAccepted,
+            )
+            .fence_log(102, "o0", 0, Some("j0"), FenceOutcome::Accepted)
+            .released("w0", "o0", (110, 112), true)
+            .deleted(111, "o0")
+            .report("w0", Some("j0"), crate::history::JobReport::Success, 113)
+    }
+
+    #[test]
+    fn an_unfenced_lock_is_judged_only_by_what_applies_to_it() {
+        let history = unfenced_job().build();
+        let expected = [
+            (Property::FenceOrder, Status::NotExercised),
+            (Property::StaleOwnerRejected, Status::NotExercised),
+            (Property::UnfencedStaleWrite, Status::Held),
+            (Property::UnlockSafety, Status::Held),
+            (Property::RenewalSafety, Status::NotExercised),
+            (Property::FenceUniqueness, Status::NotExercised),
+            (Property::ExactlyOnce, Status::Held),
+            (Property::FailClosed, Status::Held),
+            (Property::BoundedLiveness, Status::Held),
+        ];
+        assert_eq!(statuses(&history), expected);
+    }
+
+    #[test]
+    fn an_unfenced_write_still_needs_a_completed_acquire_to_fail_closed() {
+        // The acquire's answer never came, and the worker wrote anyway.
+        let history = HistoryBuilder::new("r", LIMITS)
+            .op(
+                "w0",
+                Some("o0"),
+                OpKind::Acquire,
+                0,
+                None,
+                Outcome::Indeterminate("no reply".into()),
+            )
+            .set(1, "o0")
+            .write(
+                "w0",
+                "o0",
+                0,
+                Some("j0"),
+                (100, 103),
+                OkValue::WriteAccepted,
+            )
+            .fence_log(102, "o0", 0, Some("j0"), FenceOutcome::Accepted)
+            .build();
+        let verdict = check_property(&history, Property::FailClosed);
+        assert_eq!(verdict.status, Status::Violated);
+        assert!(
+            verdict.explanation.contains("ended indeterminate"),
+            "{}",
+            verdict.explanation
+        );
+    }
+
+    #[test]
+    fn held_means_there_was_something_to_judge() {
+        // The reference's quiet run: one fenced job, released in time.
+        let history = HistoryBuilder::new("r", LIMITS)
+            .acquired("w0", "o0", (0, 2), 1)
+            .set(1, "o0")
+            .write(
+                "w0",
+                "o0",
+                1,
+                Some("j0"),
+                (100, 103),
+                OkValue::WriteAccepted,
+            )
+            .fence_log(102, "o0", 1, Some("j0"), FenceOutcome::Accepted)
+            .released("w0", "o0", (110, 112), true)
+            .deleted(111, "o0")
+            .report("w0", Some("j0"), crate::history::JobReport::Success, 113)
+            .build();
+        let expected = [
+            (Property::FenceOrder, Status::Held),
+            // Nobody was stale, nobody renewed, nothing expired.
+            (Property::StaleOwnerRejected, Status::NotExercised),
+            (Property::UnfencedStaleWrite, Status::NotExercised),
+            (Property::UnlockSafety, Status::Held),
+            (Property::RenewalSafety, Status::NotExercised),
+            (Property::FenceUniqueness, Status::Held),
+            (Property::ExactlyOnce, Status::Held),
+            (Property::FailClosed, Status::Held),
+            (Property::BoundedLiveness, Status::Held),
+        ];
+        assert_eq!(statuses(&history), expected);
+        // A stale owner rejected, a renew confirmed: now they are exercised.
+        let exercised = HistoryBuilder::new("r", LIMITS)
+            .acquired("w0", "o0", (0, 2), 1)
+            .set(1, "o0")
+            .renewed("w0", "o0", (300, 302))
+            .fence_log(400, "o1", 2, None, FenceOutcome::Accepted)
+            .write(
+                "w0",
+                "o0",
+                1,
+                None,
+                (450, 453),
+                OkValue::WriteStale { last_fence: 2 },
+            )
+            .fence_log(452, "o0", 1, None, FenceOutcome::Stale)
+            .report("w0", None, crate::history::JobReport::OwnershipLost, 460)
+            .build();
+        for property in [Property::StaleOwnerRejected, Property::RenewalSafety] {
+            let verdict = check_property(&exercised, property);
+            assert_eq!(
+                verdict.status,
+                Status::Held,
+                "{property}: {}",
+                verdict.explanation
+            );
+        }
     }
 }

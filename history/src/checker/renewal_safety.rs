@@ -33,6 +33,9 @@
 //!
 //! Without the ownership log, rules 1 and 3 cannot be decided: a violation
 //! of rule 2 still gives `Violated`, otherwise the verdict is `Undecided`.
+//! The rules range over key expiries (rule 1) and confirmed renews (rules 2
+//! and 3); a run with neither — every lock released before its lease ran
+//! out, nobody renewed — is `NotExercised`.
 
 use std::collections::BTreeMap;
 
@@ -71,6 +74,10 @@ pub(super) fn check(history: &History) -> Verdict {
             PROPERTY,
             format!("{NO_REDIS_TRUTH} (whether a renew extended another owner's key is unknown); {limits}"),
         ),
+        Some(_) if expiries_count == 0 && renews_count == 0 => Verdict::not_exercised(
+            PROPERTY,
+            "no lock key expired and no renew was confirmed",
+        ),
         Some(_) => Verdict::held(
             PROPERTY,
             format!("{expiries_count} key expiries each came within their owner's entitlement; {limits}"),
@@ -89,6 +96,7 @@ fn may_extend(op: &Op) -> bool {
     matches!(
         (&op.kind, &op.outcome),
         (OpKind::Acquire, _)
+            | (OpKind::Command, _)
             | (OpKind::Renew, Outcome::Ok(OkValue::Renewed))
             | (OpKind::Renew, Outcome::Indeterminate(_))
     )
@@ -96,7 +104,6 @@ fn may_extend(op: &Op) -> bool {
 
 /// Rule 1; returns how many expiries were judged.
 fn no_foreign_extension(
-            | (OpKind::Command, _)
     history: &History,
     log: &[OwnershipRecord],
     violations: &mut Vec<(String, HistorySlice)>,
