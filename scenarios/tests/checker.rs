@@ -1,7 +1,9 @@
 //! Hand-built histories, one timeline per broken protocol the harness ships
 //! (and a correct one), checked property by property: each property must
-//! hold on a correct history, catch its violation with the right slice, and
-//! answer `Undecided` when the ground truth it needs is missing.
+//! hold on a correct history that gives it something to judge, answer
+//! `NotExercised` on one that gives it nothing, catch its violation with the
+//! right slice, and answer `Undecided` when the ground truth it needs is
+//! missing.
 
 use redfence_scenarios::fault::Fault;
 use redfence_scenarios::*;
@@ -84,15 +86,25 @@ fn correct() -> History {
         .build()
 }
 
+/// Properties a correct turn-taking run gives nothing to judge: nobody was
+/// stale, and every write carried a fence.
+const IDLE_WHEN_CORRECT: [Property; 2] =
+    [Property::StaleOwnerRejected, Property::UnfencedStaleWrite];
+
 #[test]
-fn correct_history_holds_everything() {
+fn correct_history_holds_everything_it_exercises() {
     let history = correct();
     assert_eq!(history.validate(), Ok(()));
     let verdicts = check(&history);
     assert_eq!(verdicts.len(), Property::ALL.len());
     for (verdict, property) in verdicts.iter().zip(Property::ALL) {
         assert_eq!(verdict.property, property);
-        assert_status(verdict, Status::Held);
+        let expected = if IDLE_WHEN_CORRECT.contains(&property) {
+            Status::NotExercised
+        } else {
+            Status::Held
+        };
+        assert_status(verdict, expected);
         assert!(verdict.slice.is_empty());
     }
 }
@@ -119,6 +131,8 @@ fn missing_truth_is_undecided_never_guessed() {
         let expected = match verdict.property {
             // Decided from the ops alone.
             Property::FenceUniqueness => Status::Held,
+            // No write without a fence was even attempted.
+            Property::UnfencedStaleWrite => Status::NotExercised,
             _ => Status::Undecided,
         };
         assert_status(&verdict, expected);
@@ -225,8 +239,12 @@ fn fence_order_rejects_an_equal_fence_accepted_twice() {
         .end(100)
         .build();
     assert_status(&judge(&history, Property::FenceOrder), Status::Violated);
-    // The same owner repeating itself is not a stale owner.
-    assert_status(&judge(&history, Property::StaleOwnerRejected), Status::Held);
+    // The same owner repeating itself is not a stale owner: nothing stale
+    // reached the store.
+    assert_status(
+        &judge(&history, Property::StaleOwnerRejected),
+        Status::NotExercised,
+    );
 }
 
 #[test]
@@ -324,8 +342,22 @@ fn stale_rejected(report: JobReport, retries: usize) -> HistoryBuilder {
 fn stale_owner_rejected_holds_for_the_reference_protocol() {
     let history = stale_rejected(JobReport::OwnershipLost, 1).build();
     for verdict in check(&history) {
-        assert_status(&verdict, Status::Held);
+        // Every write carried a fence.
+        let expected = if verdict.property == Property::UnfencedStaleWrite {
+            Status::NotExercised
+        } else {
+            Status::Held
+        };
+        assert_status(&verdict, expected);
     }
+    let verdict = judge(&history, Property::StaleOwnerRejected);
+    assert!(
+        verdict
+            .explanation
+            .starts_with("2 fenced writes from stale owners"),
+        "{}",
+        verdict.explanation
+    );
 }
 
 #[test]
@@ -643,9 +675,44 @@ fn renewal_safety_holds_for_bounded_own_renewals() {
         .expired(2_200, "o1")
         .end(3_000)
         .build();
+    assert_status(&judge(&history, Property::RenewalSafety), Status::Held);
+    // No write at all: the write properties had nothing to judge.
     for verdict in check(&history) {
-        assert_status(&verdict, Status::Held);
+        let idle = matches!(
+            verdict.property,
+            Property::FenceOrder
+                | Property::StaleOwnerRejected
+                | Property::UnfencedStaleWrite
+                | Property::ExactlyOnce
+                | Property::UnlockSafety
+                | Property::FailClosed
+        );
+        let expected = if idle {
+            Status::NotExercised
+        } else {
+            Status::Held
+        };
+        assert_status(&verdict, expected);
     }
+}
+
+#[test]
+fn renewal_safety_with_no_expiry_and_no_renew_is_not_exercised() {
+    // mutual-exclusion × static-owner used to read "held" here, with "0 key
+    // expiries … 0 confirmed renews".
+    let history = builder()
+        .acquired("w1", "o1", (0, 5), 1)
+        .set(3, "o1")
+        .released("w1", "o1", (300, 305), true)
+        .deleted(303, "o1")
+        .end(1_000)
+        .build();
+    let verdict = judge(&history, Property::RenewalSafety);
+    assert_status(&verdict, Status::NotExercised);
+    assert_eq!(
+        verdict.explanation,
+        "nothing to judge: no lock key expired and no renew was confirmed"
+    );
 }
 
 #[test]
@@ -812,29 +879,47 @@ fn fail_closed_catches_a_write_without_acquire() {
 }
 
 /// lock-before-fence: the lock is set, the INCR fails, and the client goes
-/// ahead without a fence of its own.
+/// ahead without a fence of its own — though the lock issues fences (w2
+/// got one before).
 #[test]
 fn fail_closed_catches_lock_before_fence() {
-    let history = builder()
-        .op(
+    let fenceless = |b: HistoryBuilder| {
+        b.op(
             "w1",
             Some("o1"),
             OpKind::Acquire,
             0,
             Some(5),
             Outcome::Ok(OkValue::Acquired { fence: None }),
-        ) // op 1
+        )
         .set(3, "o1")
-        .write("w1", "o1", 0, None, (100, 110), OkValue::WriteAccepted) // op 2
+        .write("w1", "o1", 0, None, (100, 110), OkValue::WriteAccepted)
         .fence_log(105, "o1", 0, None, FenceOutcome::Accepted)
         .end(2_000)
-        .build();
+    };
+    let fenced_before = builder()
+        .acquired("w2", "o2", (0, 1), 1) // op 1
+        .released("w2", "o2", (1, 2), true); // op 2
+    let history = fenceless(fenced_before).build(); // ops 3 (acquire), 4 (write)
     let verdict = judge(&history, Property::FailClosed);
     assert_status(&verdict, Status::Violated);
-    assert_eq!(verdict.slice.op_ids, [2, 1]);
-    assert!(verdict
-        .explanation
-        .ends_with("its acquire (op 1) issued no fence"));
+    assert_eq!(verdict.slice.op_ids, [4, 3]);
+    assert!(
+        verdict.explanation.ends_with(
+            "its acquire (op 3) issued no fence, though this lock issues fences: it wrote \
+             without one instead of failing closed"
+        ),
+        "{}",
+        verdict.explanation
+    );
+
+    // A lock that issues no fences at all (plain SET NX PX) cannot fail
+    // closed on one: its write followed a successful acquire, and whether it
+    // was stale is unfenced-stale-write's question (here: inside the lease).
+    let plain = fenceless(builder()).build();
+    assert_status(&judge(&plain, Property::FailClosed), Status::Held);
+    assert_status(&judge(&plain, Property::UnfencedStaleWrite), Status::Held);
+    assert_status(&judge(&plain, Property::FenceOrder), Status::NotExercised);
 }
 
 /// lock-before-fence, as the mutant really behaves: the lock is set, the
@@ -913,8 +998,9 @@ fn fail_closed_catches_a_write_after_an_indeterminate_acquire() {
 }
 
 #[test]
-fn fail_closed_holds_when_rejected_writes_lack_an_acquire() {
-    // Only accepted writes matter: the store refusing a rogue write is fine.
+fn fail_closed_ignores_rejected_writes_without_an_acquire() {
+    // Only accepted writes matter: the store refusing a rogue write is fine,
+    // and with no acquire failing either, there is nothing to judge.
     let history = builder()
         .write(
             "w9",
@@ -927,7 +1013,7 @@ fn fail_closed_holds_when_rejected_writes_lack_an_acquire() {
         .fence_log(105, "o9", 7, None, FenceOutcome::Stale)
         .end(200)
         .build();
-    assert_status(&judge(&history, Property::FailClosed), Status::Held);
+    assert_status(&judge(&history, Property::FailClosed), Status::NotExercised);
     let mut history = history;
     history.store_truth = None;
     assert_status(&judge(&history, Property::FailClosed), Status::Undecided);

@@ -1,7 +1,9 @@
 //! `stale-worker-pause`: a worker stops the world (a GC pause, a VM freeze)
 //! while it holds the lease, its lease runs out, a successor takes over and
 //! writes, and the stale worker wakes and writes with its old fence. Only
-//! the store's fence check stands between that write and lost data.
+//! the store's fence check stands between that write and lost data; a lock
+//! without fences has nothing there, and its stale write is accepted
+//! (`unfenced-stale-write`).
 //!
 //! Two rounds. In the first the pause lands mid-job, so the stale write is
 //! sent after the successor's. In the second it lands just as the write
@@ -39,7 +41,11 @@ impl Scenario for StaleWorkerPause {
     }
 
     fn targets(&self) -> &'static [Property] {
-        &[Property::FenceOrder, Property::StaleOwnerRejected]
+        &[
+            Property::FenceOrder,
+            Property::StaleOwnerRejected,
+            Property::UnfencedStaleWrite,
+        ]
     }
 
     fn setup(&self) -> Setup {

@@ -23,6 +23,7 @@ pub mod renew_without_owner_check;
 pub mod setnx_then_expire;
 pub mod static_owner;
 pub mod unbounded_renewal;
+pub mod unfenced_set_nx;
 pub mod wire;
 
 pub use app_side_fence_check::AppSideFenceCheck;
@@ -37,6 +38,7 @@ pub use renew_without_owner_check::RenewWithoutOwnerCheck;
 pub use setnx_then_expire::SetnxThenExpire;
 pub use static_owner::StaticOwner;
 pub use unbounded_renewal::UnboundedRenewal;
+pub use unfenced_set_nx::UnfencedSetNx;
 
 /// Every shipped protocol, reference first.
 pub fn all() -> Vec<Arc<dyn Protocol>> {
@@ -53,6 +55,7 @@ pub fn all() -> Vec<Arc<dyn Protocol>> {
         Arc::new(NoTtl),
         Arc::new(LockBeforeFence),
         Arc::new(RedisCounterFences),
+        Arc::new(UnfencedSetNx),
     ]
 }
 
