@@ -24,8 +24,9 @@
 //! sweep (what `redfence run --json` writes) is accepted and wrapped with
 //! the default deployment. A sweep of another schema version — newer, or
 //! older than the one this redfence reads (version 1, before fault records
-//! carried their typed fault) — is refused with a message that says which
-//! and what to do.
+//! carried their typed fault; version 2, before a property could be
+//! reported not exercised and tallies counted it) — is refused with a
+//! message that says which and what to do.
 
 use redfence_history::curve::CurvePoint;
 use redfence_history::sweep::{Sweep, SCHEMA_VERSION};
@@ -153,7 +154,9 @@ pub enum ReportError {
         supported: u32,
     },
     /// A sweep written by an older redfence, in a schema this one no longer
-    /// reads (version 1 fault records had no typed `fault`).
+    /// reads (version 1 fault records had no typed `fault`; version 2 had
+    /// no `not-exercised` status, so its `held` counted checks that never
+    /// ran).
     #[error(
         "{what} has {document} schema_version {found}, older than the {supported} this \
          redfence reads; re-run the sweep (redfence run --json FILE, or --out DIR) to \

@@ -27,7 +27,8 @@ use crate::deployment::Replication;
 use crate::document::{Report, ReportKind};
 use crate::escape::{attr, cell_id, scenario_id, text};
 use crate::labels::{
-    cell_bad, cell_class, cell_mark, cell_meaning, count, expectation_words, op_words, verdict_word,
+    cell_bad, cell_class, cell_mark, cell_meaning, count, expectation_words, never_exercised,
+    op_words, property_names, verdict_class, verdict_word,
 };
 use crate::plots::{bars_svg, curve_svg, histogram_svg, waits_ms};
 use crate::readiness::{Evidence, ExposureKind, Mark};
@@ -69,6 +70,7 @@ nav a { margin-right: 12px; }
 .status { padding: 1px 6px; border-radius: 4px; font-size: 12px; }
 .violation { border-left: 4px solid #c0392b; padding: 2px 10px; margin: 6px 0; background: #fdf3f2; }
 .verdicts td.VIOLATED { color: #c0392b; font-weight: bold; }
+.not-exercised { color: #6c7a89; font-style: italic; }
 .legend span { display: inline-block; margin-right: 14px; font-size: 12px; }
 .legend i { display: inline-block; width: 14px; height: 10px; margin-right: 4px; vertical-align: middle; }
 svg text { font: 11px system-ui, sans-serif; fill: #1d2430; }
@@ -201,10 +203,11 @@ fn summary(out: &mut String, report: &Report) {
         .collect();
     let failed: Vec<&&Cell> = mine.iter().filter(|c| c.failed_runs > 0).collect();
     h(out, "<section id=\"summary\"><h2>Summary</h2><ul>");
+    let idle = never_exercised(sweep, deployed);
     if failed.is_empty() {
         let _ = write!(
             out,
-            "<li class=\"st-passed\"><strong>{}</strong> passed all {} it ran: every property held on every seed.</li>",
+            "<li class=\"st-passed\"><strong>{}</strong> passed all {} it ran: no property was violated on any seed.</li>",
             text(deployed),
             count(mine.len() as u64, "scenario")
         );
@@ -230,6 +233,14 @@ fn summary(out: &mut String, report: &Report) {
             out,
             "{} — each link shows the violation and its replay line.</li>",
             links.join(", ")
+        );
+    }
+    if !idle.is_empty() {
+        let _ = write!(
+            out,
+            "<li class=\"not-exercised\">Not exercised for <strong>{}</strong> by any scenario it ran (nothing to judge, so not counted as held): {}.</li>",
+            text(deployed),
+            text(&property_names(&idle))
         );
     }
     if !sweep.mutants.is_empty() {
@@ -301,7 +312,7 @@ fn matrix(out: &mut String, report: &Report) {
         }
         h(out, "</tr>");
     }
-    h(out, "</tbody></table><p class=\"legend\"><span class=\"st-passed\">pass: every property held</span> <span class=\"st-caught\">CAUGHT@n: the promised bug was found, first on the n-th seed</span> <span class=\"st-also\">also@n: not promised, failed anyway</span> <span class=\"st-not-caught\">-: not promised, not caught</span> <span class=\"st-missed\">MISSED: a promised catch did not happen</span> <span class=\"st-failed\">FAIL: a protocol that must pass failed</span></p></section>\n");
+    h(out, "</tbody></table><p class=\"legend\"><span class=\"st-passed\">pass: no property violated</span> <span class=\"st-caught\">CAUGHT@n: the promised bug was found, first on the n-th seed</span> <span class=\"st-also\">also@n: not promised, failed anyway</span> <span class=\"st-not-caught\">-: not promised, not caught</span> <span class=\"st-missed\">MISSED: a promised catch did not happen</span> <span class=\"st-failed\">FAIL: a protocol that must pass failed</span></p></section>\n");
 }
 
 fn evidence_html(e: &Evidence) -> String {
@@ -584,11 +595,11 @@ fn cell_detail(out: &mut String, report: &Report, cell: &Cell, describe: &str) {
         cell.seeds_to_catch
             .map_or_else(String::new, |n| format!("; first caught on seed #{n}"))
     );
-    h(out, "<table class=\"tallies\"><thead><tr><th>property</th><th>held</th><th>violated</th><th>undecided</th></tr></thead><tbody>");
+    h(out, "<table class=\"tallies\"><thead><tr><th>property</th><th>held</th><th>violated</th><th>undecided</th><th>not exercised</th></tr></thead><tbody>");
     for t in &cell.tallies {
         let _ = write!(
             out,
-            "<tr><td title=\"{}\">{}</td><td>{}</td><td{}>{}</td><td>{}</td></tr>",
+            "<tr><td title=\"{}\">{}</td><td>{}</td><td{}>{}</td><td>{}</td><td{}>{}</td></tr>",
             attr(t.property.description()),
             t.property.name(),
             t.held,
@@ -598,7 +609,13 @@ fn cell_detail(out: &mut String, report: &Report, cell: &Cell, describe: &str) {
                 ""
             },
             t.violated,
-            t.undecided
+            t.undecided,
+            if t.exercised() {
+                ""
+            } else {
+                " class=\"not-exercised\""
+            },
+            t.not_exercised
         );
     }
     h(out, "</tbody></table>");
@@ -637,9 +654,10 @@ fn run_detail(out: &mut String, record: &RunRecord, which: &str) {
     h(out, "<table class=\"verdicts\"><thead><tr><th>property</th><th>verdict</th><th>explanation</th></tr></thead><tbody>");
     for v in &record.verdicts {
         let word = verdict_word(v.status);
+        let class = verdict_class(v.status);
         let _ = write!(
             out,
-            "<tr data-property=\"{}\"><td>{}</td><td class=\"{word}\">{word}</td><td>{}",
+            "<tr data-property=\"{}\"><td>{}</td><td class=\"{class}\">{word}</td><td>{}",
             v.property.name(),
             v.property.name(),
             text(&v.explanation)

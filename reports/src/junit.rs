@@ -5,7 +5,9 @@
 //! violated a property (`FAIL`), or a promised mutant catch did not happen
 //! (`MISSED`). A mutant caught as promised is a passing test — the harness
 //! did its job. A failure's message names the property; its body holds the
-//! checker's explanation and the line that replays the run.
+//! checker's explanation and the line that replays the run. A property no
+//! seed of the cell gave anything to judge is listed in the testcase's
+//! output as not exercised: neither a failure nor a pass.
 
 use std::fmt::Write as _;
 
@@ -14,7 +16,9 @@ use redfence_history::Status;
 
 use crate::document::Report;
 use crate::escape::{attr, text};
-use crate::labels::{cell_mark, cell_meaning, expectation_words};
+use crate::labels::{
+    cell_mark, cell_meaning, cell_never_exercised, expectation_words, property_names,
+};
 
 fn failure(cell: &Cell) -> Option<(String, String, String)> {
     match cell.status {
@@ -102,8 +106,9 @@ pub fn render(report: &Report) -> String {
             }
             // The mark (CAUGHT@n …) goes here, not in the name, so a test's
             // name stays the same from run to run for CI history.
+            let idle = cell_never_exercised(cell);
             let out_text = format!(
-                "{} × {} in the {} world: {} — {} ({} runs, {} failing)\n{}",
+                "{} × {} in the {} world: {} — {} ({} runs, {} failing)\n{}{}",
                 cell.scenario,
                 cell.protocol,
                 cell.world.name(),
@@ -111,6 +116,14 @@ pub fn render(report: &Report) -> String {
                 cell_meaning(cell.status),
                 cell.runs,
                 cell.failed_runs,
+                if idle.is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        "not exercised (nothing to judge, not held): {}\n",
+                        property_names(&idle)
+                    )
+                },
                 cell.first_failure
                     .as_ref()
                     .map_or_else(String::new, |r| format!("replay: {}\n", r.replay))

@@ -3,9 +3,10 @@
 //! outputs (and the timeline's tooltips) never disagree about what they mean.
 
 use redfence_history::history::Op;
-use redfence_history::sweep::{Cell, CellStatus, Expectation};
+use redfence_history::sweep::{Cell, CellStatus, Expectation, Sweep};
 use redfence_history::timeline::{kind, outcome};
 use redfence_history::verdict::owner_text;
+use redfence_history::Property;
 use redfence_history::Status;
 
 /// The short mark of a cell in a matrix (as the CLI prints it).
@@ -38,7 +39,10 @@ pub fn cell_class(status: CellStatus) -> &'static str {
 /// One sentence saying what a cell status means.
 pub fn cell_meaning(status: CellStatus) -> &'static str {
     match status {
-        CellStatus::Passed => "every property held on every seed, as required",
+        CellStatus::Passed => {
+            "no property was violated on any seed, as required (a property the scenario \
+             gave nothing to judge is not exercised, not held)"
+        }
         CellStatus::Caught => "the promised violation was found: the scenario catches this bug",
         CellStatus::AlsoCaught => "not promised here, but a property was violated anyway",
         CellStatus::NotCaught => "nothing promised here, and nothing was violated",
@@ -62,13 +66,66 @@ pub fn verdict_word(status: Status) -> &'static str {
         Status::Held => "held",
         Status::Violated => "VIOLATED",
         Status::Undecided => "undecided",
+        Status::NotExercised => "not exercised",
     }
+}
+
+/// The CSS class of a verdict status (one token).
+pub fn verdict_class(status: Status) -> &'static str {
+    match status {
+        Status::Held => "held",
+        Status::Violated => "VIOLATED",
+        Status::Undecided => "undecided",
+        Status::NotExercised => "not-exercised",
+    }
+}
+
+/// The properties no seed of `protocol`'s cells gave anything to judge (in
+/// [`Property::ALL`] order): a summary must not count them as held.
+pub fn never_exercised(sweep: &Sweep, protocol: &str) -> Vec<Property> {
+    let cells: Vec<&Cell> = sweep
+        .cells
+        .iter()
+        .filter(|c| c.protocol == protocol)
+        .collect();
+    if cells.is_empty() {
+        return Vec::new();
+    }
+    Property::ALL
+        .into_iter()
+        .filter(|&p| {
+            cells.iter().all(|c| {
+                c.tallies
+                    .iter()
+                    .find(|t| t.property == p)
+                    .is_none_or(|t| !t.exercised())
+            })
+        })
+        .collect()
+}
+
+/// The properties a cell's seeds never gave anything to judge.
+pub fn cell_never_exercised(cell: &Cell) -> Vec<Property> {
+    cell.tallies
+        .iter()
+        .filter(|t| !t.exercised() && t.not_exercised > 0)
+        .map(|t| t.property)
+        .collect()
+}
+
+/// `properties` by name, comma-separated.
+pub fn property_names(properties: &[Property]) -> String {
+    properties
+        .iter()
+        .map(|p| p.name())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// What a cell was expected to show, in words.
 pub fn expectation_words(expectation: &Expectation) -> String {
     match expectation {
-        Expectation::Pass => "must pass every property".to_owned(),
+        Expectation::Pass => "must violate no property".to_owned(),
         Expectation::Catch(properties) => format!(
             "must be caught violating {}",
             properties

@@ -12,7 +12,7 @@ use std::fmt::Write as _;
 use redfence_history::sweep::CellStatus;
 
 use crate::document::Report;
-use crate::labels::{cell_mark, count, verdict_word};
+use crate::labels::{cell_mark, count, never_exercised, verdict_word};
 use crate::readiness::{ExposureKind, Mark};
 
 /// Most bytes of the summary.
@@ -67,6 +67,18 @@ pub fn render(report: &Report) -> String {
                 .join(", ")
         );
     }
+    let idle = never_exercised(sweep, deployed);
+    if !idle.is_empty() {
+        let _ = writeln!(
+            out,
+            "➖ Not exercised for **{deployed}** by any scenario it ran (nothing to judge, not \
+             counted as held): {}.",
+            idle.iter()
+                .map(|p| format!("`{}`", p.name()))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
     if !sweep.mutants.is_empty() {
         let promised: u64 = sweep.mutants.iter().map(|m| m.promised).sum();
         let caught: u64 = sweep.mutants.iter().map(|m| m.caught).sum();
@@ -109,7 +121,7 @@ pub fn render(report: &Report) -> String {
         out.push('\n');
     }
     out.push_str(
-        "\n`pass` every property held · `CAUGHT@n` promised bug found on seed #n · `also@n` \
+        "\n`pass` no property violated · `CAUGHT@n` promised bug found on seed #n · `also@n` \
          failed, not promised · `-` not promised, not caught · `MISSED` promised catch did \
          not happen · `FAIL` must pass, failed\n",
     );
@@ -158,7 +170,14 @@ pub fn render(report: &Report) -> String {
                 .verdicts
                 .iter()
                 .find(|v| v.status == redfence_history::Status::Violated)
-                .map(|v| format!("{} {}", v.property.name(), verdict_word(v.status)))
+                .map(|v| {
+                    format!(
+                        "{} {}: {}",
+                        v.property.name(),
+                        verdict_word(v.status),
+                        cell_md(&v.explanation)
+                    )
+                })
                 .or_else(|| r.error.clone())
                 .unwrap_or_default();
             format!(

@@ -19,7 +19,9 @@ use redfence_history::sweep::{Cell, CellStatus, Sweep};
 use serde::{Deserialize, Serialize};
 
 use crate::deployment::{Deployment, Replication};
+use crate::labels::{cell_never_exercised, property_names};
 use redfence_history::FenceSourceKind;
+use redfence_history::Property;
 
 /// How well the run shows a checklist item.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -187,6 +189,7 @@ const RULES: &[Rule] = &[
         catches: &[
             (m::NO_FENCE_CHECK, s::STALE_WORKER_PAUSE),
             (m::APP_SIDE_FENCE_CHECK, s::STALE_WORKER_PAUSE),
+            (m::UNFENCED_SET_NX, s::STALE_WORKER_PAUSE),
         ],
     },
     Rule {
@@ -228,7 +231,7 @@ const RULES: &[Rule] = &[
 /// mutant that takes its fences from the Redis counter.
 const FAILOVER: (&str, &str) = (s::FAILOVER_COUNTER_REGRESSION, m::REDIS_COUNTER_FENCES);
 
-fn cell_text(cell: &Cell) -> String {
+fn cell_text(sweep: &Sweep, cell: &Cell) -> String {
     let violated = cell
         .first_failure
         .as_ref()
@@ -241,7 +244,18 @@ fn cell_text(cell: &Cell) -> String {
         })
         .unwrap_or_default();
     match cell.status {
-        CellStatus::Passed => format!("passed on all {} seeds", cell.runs),
+        CellStatus::Passed => {
+            let idle = idle_targets(sweep, cell);
+            if idle.is_empty() {
+                format!("passed on all {} seeds", cell.runs)
+            } else {
+                format!(
+                    "passed on all {} seeds (targets not exercised: {})",
+                    cell.runs,
+                    property_names(&idle)
+                )
+            }
+        }
         CellStatus::Caught => format!(
             "caught as promised on seed #{} ({violated})",
             cell.seeds_to_catch.unwrap_or(0)
@@ -266,8 +280,22 @@ fn evidence(sweep: &Sweep, scenario: &str, protocol: &str) -> Evidence {
         scenario: scenario.to_owned(),
         protocol: protocol.to_owned(),
         status: cell.map(|c| c.status),
-        text: cell.map_or_else(|| "not run".to_owned(), cell_text),
+        text: cell.map_or_else(|| "not run".to_owned(), |c| cell_text(sweep, c)),
     }
+}
+
+/// The properties `cell`'s scenario targets that none of its seeds gave
+/// anything to judge: a pass there is no evidence for them.
+fn idle_targets(sweep: &Sweep, cell: &Cell) -> Vec<Property> {
+    let targets = sweep
+        .scenarios
+        .iter()
+        .find(|s| s.name == cell.scenario)
+        .map_or(&[][..], |s| s.targets.as_slice());
+    cell_never_exercised(cell)
+        .into_iter()
+        .filter(|p| targets.contains(p))
+        .collect()
 }
 
 fn judge(rule: &Rule, sweep: &Sweep, deployment: &Deployment) -> ChecklistItem {

@@ -99,10 +99,15 @@ fn matrix_has_a_linked_cell_per_scenario_protocol_world() {
 
 #[test]
 fn timeline_draws_worker_lanes_redis_view_and_fenced_writes() {
-    let report = golden("sweep_report.json");
+    // The step-level reference, deployed: under the harness's flow the
+    // paused worker wakes and writes, and the store rejects it. (The
+    // whole-worker reference, core's own Worker, sees its lease lost on
+    // waking and writes nothing: no rejection to draw.)
+    let mut report = golden("sweep_report.json");
+    report.deployment.protocol = "reference-steps".to_owned();
     let page = html::render(&report);
     let doc = xml(&page);
-    let article = cell(&doc, "stale-worker-pause", "reference");
+    let article = cell(&doc, "stale-worker-pause", "reference-steps");
     let svg = find(article, "svg", &["timeline"])[0];
     let workers: usize = svg.attribute("data-workers").unwrap().parse().unwrap();
     let lanes = find(svg, "g", &["lane", "worker"]);
@@ -395,8 +400,11 @@ fn markdown_summarises_for_a_pull_request() {
     let md = markdown::render(&report);
     assert!(md.starts_with("## redfence report"));
     assert!(md.contains("✅ **reference** passed all 4 scenarios"));
-    assert!(md.contains("| scenario | reference | no-fence-check | redis-counter-fences |"));
-    assert!(md.contains("| stale-worker-pause | pass | CAUGHT@1 | - |"));
+    assert!(md.contains(
+        "| scenario | reference | reference-steps | no-fence-check | redis-counter-fences | \
+         unfenced-set-nx |"
+    ));
+    assert!(md.contains("| stale-worker-pause | pass | pass | CAUGHT@1 | - | CAUGHT@1 |"));
     assert!(md.contains("### Rollout readiness"));
     assert!(md.contains("| Durable, monotonic fencing tokens | ❌ NOT MET |"));
     assert!(
@@ -438,7 +446,7 @@ fn junit_has_one_testcase_per_cell_and_fails_with_explanation_and_replay() {
     let doc = roxmltree::Document::parse(&xml_text).unwrap();
     let suites = doc.root_element();
     assert_eq!(suites.tag_name().name(), "testsuites");
-    assert_eq!(suites.attribute("tests"), Some("12"));
+    assert_eq!(suites.attribute("tests"), Some("20"));
     assert_eq!(
         suites.attribute("failures"),
         Some("0"),
@@ -469,6 +477,101 @@ fn junit_has_one_testcase_per_cell_and_fails_with_explanation_and_replay() {
     let body = failure[0].text().unwrap();
     assert!(body.contains("was accepted"), "the explanation");
     assert!(body.contains("replay: redfence replay stale-worker-pause"));
+}
+
+/// What the reference's every run gives `unfenced-stale-write`: nothing to
+/// judge (its writes carry fences). Each format must say so in its own way,
+/// never as "held".
+#[test]
+fn not_exercised_is_shown_apart_from_held_in_every_format() {
+    let report = golden("sweep_report.json");
+    let property = "unfenced-stale-write";
+    // JSON: the status and its own tally.
+    let cell_data = report
+        .sweep
+        .cell("stale-worker-pause", "reference")
+        .unwrap();
+    let tally = cell_data
+        .tallies
+        .iter()
+        .find(|t| t.property.name() == property)
+        .unwrap();
+    assert_eq!((tally.held, tally.not_exercised), (0, cell_data.runs));
+    let json = serde_json::to_string(&report).unwrap();
+    assert!(json.contains(r#""status":"not-exercised""#));
+    assert!(json.contains(r#""not_exercised":1"#));
+
+    // HTML: the verdict row, the tallies column and the summary.
+    let page = html::render(&report);
+    let doc = xml(&page);
+    let article = cell(&doc, "stale-worker-pause", "reference");
+    let row = find(article, "tr", &[])
+        .into_iter()
+        .find(|r| r.attribute("data-property") == Some(property))
+        .expect("a verdict row per property");
+    let word = find(row, "td", &["not-exercised"]);
+    assert_eq!(word.len(), 1, "its own class, not held's");
+    assert_eq!(text_of(word[0]), "not exercised");
+    assert!(text_of(row).contains("nothing to judge"));
+    let tallies = find(article, "table", &["tallies"])[0];
+    assert!(text_of(tallies).contains("not exercised"));
+    let summary = by_id(&doc, "summary");
+    let idle = find(summary, "li", &["not-exercised"]);
+    assert_eq!(idle.len(), 1);
+    assert!(text_of(idle[0]).contains(property), "{}", text_of(idle[0]));
+    assert!(text_of(summary).contains("no property was violated"));
+    assert!(!text_of(summary).contains("every property held"));
+
+    // Markdown and JUnit.
+    let md = markdown::render(&report);
+    assert!(md.contains("Not exercised for **reference**"), "{md}");
+    assert!(md.contains(&format!("`{property}`")));
+    assert!(!md.contains("every property held"));
+    let xml_text = junit::render(&report);
+    let doc = roxmltree::Document::parse(&xml_text).unwrap();
+    let case = find(doc.root(), "testcase", &[])
+        .into_iter()
+        .find(|c| {
+            c.attribute("classname") == Some("redfence.sim.stale-worker-pause")
+                && c.attribute("name") == Some("reference")
+        })
+        .unwrap();
+    let out = text_of(case);
+    assert!(
+        out.contains("not exercised (nothing to judge, not held): "),
+        "{out}"
+    );
+    assert!(out.contains(property), "{out}");
+}
+
+/// The plain SET NX PX lock without fences: the report says its stale
+/// write was accepted and the data corrupted, where it happened.
+#[test]
+fn an_unfenced_lock_is_reported_as_a_stale_write_accepted() {
+    let report = golden("sweep_report.json");
+    let page = html::render(&report);
+    let doc = xml(&page);
+    let article = cell(&doc, "stale-worker-pause", "unfenced-set-nx");
+    let row = find(article, "tr", &[])
+        .into_iter()
+        .find(|r| r.attribute("data-property") == Some("unfenced-stale-write"))
+        .unwrap();
+    assert_eq!(text_of(find(row, "td", &["VIOLATED"])[0]), "VIOLATED");
+    let words = text_of(row);
+    assert!(words.contains("stale write accepted at "), "{words}");
+    assert!(words.contains("no fence to stop it"), "{words}");
+    assert!(words.contains("the data is corrupted"), "{words}");
+    // Not blamed on a fence it never promised.
+    let fail_closed = find(article, "tr", &[])
+        .into_iter()
+        .find(|r| r.attribute("data-property") == Some("fail-closed"))
+        .unwrap();
+    assert!(!text_of(fail_closed).contains("issued no fence"));
+    let md = markdown::render(&report);
+    assert!(
+        md.contains("(CAUGHT@1): unfenced-stale-write VIOLATED: stale write accepted at "),
+        "{md}"
+    );
 }
 
 #[test]

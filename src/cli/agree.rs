@@ -34,6 +34,7 @@ pub struct AgreeArgs {
 fn symbol(compared: Compared) -> &'static str {
     match compared {
         Compared::BothHeld => "ok",
+        Compared::NotExercised => "ne",
         Compared::BothViolated => "VV",
         Compared::OnlySim => "S!",
         Compared::OnlyReal => "R!",
@@ -114,6 +115,7 @@ fn print_rows(rows: &[Row]) {
     }
     println!(
         "  ok both held   VV both violated   S! only the simulation violated   R! only the \
-         real world violated   n/d the real world cannot decide it (no Redis ownership log)"
+         real world violated   ne not violated, and not exercised in at least one world \
+         (nothing to judge)   n/d the real world cannot decide it (no Redis ownership log)"
     );
 }

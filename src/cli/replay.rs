@@ -11,7 +11,6 @@ use redfence_scenarios::explore::{RandomFaults, Schedule};
 use redfence_scenarios::run::run_one;
 use redfence_scenarios::sweep::{sweep, SweepPlan};
 use redfence_scenarios::timeline::timeline;
-use redfence_scenarios::Status;
 
 use super::report::OutArgs;
 use super::CliError;
@@ -107,13 +106,9 @@ pub fn replay(args: ReplayArgs) -> Result<ExitCode, CliError> {
     }
     println!("\nverdicts:");
     for verdict in &record.verdicts {
-        let status = match verdict.status {
-            Status::Held => "held",
-            Status::Violated => "VIOLATED",
-            Status::Undecided => "undecided",
-        };
+        let status = redfence_reports::labels::verdict_word(verdict.status);
         println!(
-            "  {:<22} {:<10} {}",
+            "  {:<22} {:<13} {}",
             verdict.property.name(),
             status,
             verdict.explanation

@@ -11,7 +11,9 @@ use indicatif::{ProgressBar, ProgressStyle};
 use redfence_reports::{Deployment, Report, ReportKind};
 use redfence_scenarios::catalog::hotspot_load::{wait_curve, CurvePoint};
 use redfence_scenarios::run::WorldFactory;
-use redfence_scenarios::sweep::{sweep, CellStatus, Progress, Shard, Sweep, SweepPlan, REFERENCE};
+use redfence_scenarios::sweep::{
+    sweep, CellStatus, Expectation, Progress, Shard, Sweep, SweepPlan, REFERENCE,
+};
 use redfence_scenarios::world::WorldKind;
 
 use super::report::OutArgs;
@@ -245,11 +247,27 @@ pub fn print_sweep(result: &Sweep) {
         println!();
     }
     println!(
-        "\npass: every property held   CAUGHT@n: the promised violation, first on the n-th seed\n\
+        "\npass: no property violated   CAUGHT@n: the promised violation, first on the n-th seed\n\
          also@n: not promised, failed anyway   -: not promised, not caught\n\
          MISSED: a promised catch did not happen   FAIL: the reference failed\n\
          n/d: the promised property cannot be decided in this world (no Redis ownership log)"
     );
+    // A property no scenario gave anything to judge was not tested: say so,
+    // rather than let "pass" read as "held".
+    for protocol in &result.protocols {
+        let must_pass = result
+            .cells
+            .iter()
+            .any(|c| c.protocol == protocol.name && c.expectation == Expectation::Pass);
+        let idle = redfence_reports::labels::never_exercised(result, &protocol.name);
+        if must_pass && !idle.is_empty() {
+            println!(
+                "\nnot exercised for {} in any scenario run (nothing to judge, not held): {}",
+                protocol.name,
+                redfence_reports::labels::property_names(&idle)
+            );
+        }
+    }
     if !result.mutants.is_empty() {
         println!("\nmutation score");
         println!(
@@ -276,7 +294,14 @@ pub fn print_sweep(result: &Sweep) {
         println!("\nreplay the first failure of each failing cell:");
         for (cell, record) in failing {
             let what = match (&record.error, record.violated().first()) {
-                (_, Some(property)) => format!("violates {}", property.name()),
+                (_, Some(property)) => {
+                    let explanation = record
+                        .verdicts
+                        .iter()
+                        .find(|v| v.property == *property)
+                        .map_or("", |v| v.explanation.as_str());
+                    format!("violates {}: {explanation}", property.name())
+                }
                 (Some(error), None) => error.clone(),
                 (None, None) => "failed".to_owned(),
             };

@@ -7,7 +7,8 @@
 //! ```sh
 //! redfence run --scenario stale-worker-pause --scenario failover-counter-regression \
 //!   --scenario crash-after-acquire --scenario redis-unavailable --protocol reference \
-//!   --protocol no-fence-check --protocol redis-counter-fences --seeds 1 --out report/ --format json
+//!   --protocol reference-steps --protocol no-fence-check --protocol redis-counter-fences \
+//!   --protocol unfenced-set-nx --seeds 1 --out report/ --format json
 //! redfence run --scenario hotspot-load --protocol reference --seeds 1 --curve-seeds 1 \
 //!   --out report/ --format json
 //! redfence run --scenario crash-after-acquire --protocol reference --seeds 1 --json bare.json
