@@ -38,6 +38,7 @@ pub mod history;
 pub mod mutation;
 pub mod names;
 pub mod property;
+pub mod provenance;
 pub mod record;
 pub mod sweep;
 pub mod timeline;

@@ -166,6 +166,7 @@ pub fn sweep(
             .collect(),
         cells,
         mutants,
+        provenance: None,
     }
 }
 

@@ -1,0 +1,75 @@
+//! Where a result came from: which redfence built it, and for a real-world
+//! run, which provider ran which servers.
+//!
+//! A verdict about real servers is only as good as knowing which servers
+//! they were: the same sweep on Redis 6 and Redis 7 may differ. The CLI
+//! fills this in ([`crate::sweep::Sweep::provenance`]); every field has a
+//! serde default, so results written before it existed still read.
+
+use serde::{Deserialize, Serialize};
+
+/// What produced a result.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Provenance {
+    /// The redfence version (`CARGO_PKG_VERSION` of the CLI).
+    pub redfence_version: String,
+    /// The git commit the CLI was built from, when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
+    /// The real-world provider (`containers`, `local`, `external`); `None`
+    /// in the simulation.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
+    /// Redis's own `redis_version` (`INFO server`), when a real Redis ran.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub redis_version: Option<String>,
+    /// PostgreSQL's `SELECT version()`, when a real PostgreSQL ran.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub postgres_version: Option<String>,
+}
+
+impl Provenance {
+    /// One line for a terminal or a report: `redfence 0.1.0 (abc1234),
+    /// provider local, Redis 7.0.15, PostgreSQL 15.13 …`.
+    pub fn line(&self) -> String {
+        let mut line = format!("redfence {}", self.redfence_version);
+        if let Some(commit) = &self.commit {
+            line.push_str(&format!(" ({commit})"));
+        }
+        if let Some(provider) = &self.provider {
+            line.push_str(&format!(", provider {provider}"));
+        }
+        if let Some(redis) = &self.redis_version {
+            line.push_str(&format!(", Redis {redis}"));
+        }
+        if let Some(postgres) = &self.postgres_version {
+            line.push_str(&format!(", {postgres}"));
+        }
+        line
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_older_result_without_fields_reads_and_a_line_names_what_is_known() {
+        let old: Provenance = serde_json::from_str("{}").unwrap();
+        assert_eq!(old, Provenance::default());
+        let known = Provenance {
+            redfence_version: "0.1.0".into(),
+            commit: Some("abc1234".into()),
+            provider: Some("local".into()),
+            redis_version: Some("7.0.15".into()),
+            postgres_version: Some("PostgreSQL 15.13".into()),
+        };
+        assert_eq!(
+            known.line(),
+            "redfence 0.1.0 (abc1234), provider local, Redis 7.0.15, PostgreSQL 15.13"
+        );
+        let json = serde_json::to_string(&known).unwrap();
+        assert_eq!(serde_json::from_str::<Provenance>(&json).unwrap(), known);
+    }
+}
