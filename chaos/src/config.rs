@@ -10,7 +10,8 @@ use std::path::PathBuf;
 use crate::error::{ChaosError, Result};
 
 /// Chooses the provider: `containers`, `local` or `external`; unset means
-/// containers when a Docker engine answers, else local processes.
+/// containers when a Docker engine answers and has the images, else local
+/// processes.
 pub const ENV_PROVIDER: &str = "REDFENCE_PROVIDER";
 /// Image for Redis primary and replica (default [`DEFAULT_REDIS_IMAGE`]).
 pub const ENV_REDIS_IMAGE: &str = "REDFENCE_REDIS_IMAGE";
@@ -34,15 +35,18 @@ pub const ENV_EXTERNAL_REPLICA: &str = "REDFENCE_CHAOS_REDIS_REPLICA_URL";
 /// External provider: the PostgreSQL database (migrations are applied to it).
 pub const ENV_EXTERNAL_DATABASE: &str = "REDFENCE_CHAOS_DATABASE_URL";
 
-/// The image a user of the upstream images expects for Redis.
-pub const DEFAULT_REDIS_IMAGE: &str = "redis:7";
-/// The image a user of the upstream images expects for PostgreSQL.
-pub const DEFAULT_POSTGRES_IMAGE: &str = "postgres:16";
-/// Shopify's Toxiproxy image.
-pub const DEFAULT_TOXIPROXY_IMAGE: &str = "ghcr.io/shopify/toxiproxy:2.12.0";
 /// The image `scripts/images` builds from Debian packages (Redis and
 /// PostgreSQL in one), usable with no registry.
 pub const LOCAL_IMAGE: &str = "redfence/redis-pg:local";
+/// The default Redis image: the one the project builds ([`LOCAL_IMAGE`]);
+/// nothing is pulled from a registry.
+pub const DEFAULT_REDIS_IMAGE: &str = LOCAL_IMAGE;
+/// The default PostgreSQL image: the one the project builds.
+pub const DEFAULT_POSTGRES_IMAGE: &str = LOCAL_IMAGE;
+/// Shopify's Toxiproxy image.
+pub const DEFAULT_TOXIPROXY_IMAGE: &str = "ghcr.io/shopify/toxiproxy:2.12.0";
+/// The command that builds [`LOCAL_IMAGE`], named when it is missing.
+pub const BUILD_IMAGE_COMMAND: &str = "scripts/images";
 
 /// Which provider runs the servers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -66,7 +70,7 @@ impl ProviderKind {
     }
 }
 
-/// Container images; each defaults to its upstream image.
+/// Container images; Redis and PostgreSQL default to [`LOCAL_IMAGE`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Images {
     /// Redis primary and replica.

@@ -50,10 +50,11 @@ pub enum ChaosError {
     )]
     DockerUnavailable(String),
 
-    /// A container image is neither present locally nor pullable.
+    /// A container image is not on this machine (nothing is pulled).
     #[error(
-        "container image {image} is not available ({cause}); without a registry, build the \
-         local image with scripts/images and set {var}=redfence/redis-pg:local"
+        "container image {image} is not on this machine ({cause}); build it with \
+         `scripts/images` (as root: redfence/redis-pg:local from Debian packages, no \
+         registry), or set {var} to an image you have, or use REDFENCE_PROVIDER=local"
     )]
     ImageUnavailable {
         /// The image reference.
@@ -79,6 +80,22 @@ pub enum ChaosError {
         package: &'static str,
         /// The variable that points at it.
         var: &'static str,
+    },
+
+    /// An external server does not answer.
+    #[error(
+        "cannot reach the {server} at {addr} ({cause}); is it running there? If it runs \
+         elsewhere, change {var}"
+    )]
+    ExternalUnreachable {
+        /// Which server (`Redis primary`, `Redis replica`, `PostgreSQL`).
+        server: ServerName,
+        /// `host:port` tried.
+        addr: String,
+        /// The variable that set the address.
+        var: &'static str,
+        /// What the connection attempt said.
+        cause: String,
     },
 
     /// A variable the external provider needs is not set.

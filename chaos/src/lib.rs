@@ -8,7 +8,11 @@
 //! - [`provider`]: running the servers (containers, local, external).
 //! - [`faults`]: the Toxiproxy API through `toxiproxy_rust`.
 //! - [`topology`]: [`RealCluster`], the operations a real `World` calls.
-//! - [`reaper`]: removing containers a killed run left behind.
+//! - [`reaper`]: removing what a killed run left behind (containers, local
+//!   servers and their folders).
+//! - [`spawn`]: starting local servers that die with this process.
+//! - [`live`]: what this process started and not yet stopped, and the
+//!   teardown a signal calls.
 //!
 //! This crate knows nothing of scenarios; the `World` implementation on top
 //! of [`RealCluster`] lives with the scenarios.
@@ -16,15 +20,17 @@
 pub mod config;
 pub mod error;
 pub mod faults;
+pub mod live;
 pub mod ports;
 pub mod probe;
 pub mod provider;
 pub mod reaper;
+pub mod spawn;
 pub mod topology;
 pub mod toxiproxy;
 pub mod wait;
 
 pub use config::{ChaosConfig, Images, ProviderKind, ToxiproxyChoice};
 pub use error::{ChaosError, Result};
-pub use provider::{RedisNode, Servers};
+pub use provider::{last_started, RedisNode, ServerInfo, Servers};
 pub use topology::{Path, RealCluster};

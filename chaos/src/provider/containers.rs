@@ -5,15 +5,19 @@
 //! bind 127.0.0.1 only: every byte of test traffic — workers to proxies,
 //! proxies to servers, the replica to the primary through the replication
 //! proxy — stays on loopback, and the embedded Toxiproxy (on the host) is
-//! reachable from the replica without exposing anything. The image may be
-//! the upstream one (`redis:7`, `postgres:16`) or the one `scripts/images`
-//! builds, which has no entrypoint: each container gets a full command that
-//! works with both.
+//! reachable from the replica without exposing anything. The image is by
+//! default the one `scripts/images` builds from Debian packages
+//! ([`crate::config::LOCAL_IMAGE`]), which has no entrypoint: each container
+//! gets a full command, which works with the upstream images too. An image
+//! that is not on this machine is an error naming `scripts/images` before
+//! any container starts: nothing is ever pulled from a registry.
 //!
 //! Cleanup: every container is labelled (see [`crate::reaper`]); shutdown
 //! removes them; drop removes them too, also while a panic unwinds; a killed
-//! run's containers are reaped by the next start; SIGTERM/SIGINT are covered
-//! by testcontainers' watchdog.
+//! run's containers are reaped by the next start; on SIGINT/SIGTERM the
+//! command's signal thread removes this process's containers
+//! ([`crate::live::teardown`], by the creator label; every start in flight
+//! is waited for first).
 
 use std::time::Duration;
 
@@ -23,6 +27,7 @@ use testcontainers::{ContainerAsync, ContainerRequest, GenericImage};
 
 use crate::config::{Images, ENV_POSTGRES_IMAGE, ENV_REDIS_IMAGE};
 use crate::error::{ChaosError, Result};
+use crate::live;
 use crate::ports::pick_port;
 use crate::probe;
 use crate::provider::RedisNode;
@@ -50,6 +55,40 @@ pub async fn docker() -> Result<testcontainers::bollard::Docker> {
         .await
         .map_err(|_| ChaosError::DockerUnavailable("no answer in time".into()))?
         .map_err(ChaosError::DockerUnavailable)
+}
+
+/// Checks that `image` is on this machine (never asking a registry):
+/// [`ChaosError::ImageUnavailable`], naming `scripts/images` and `var`,
+/// otherwise.
+pub async fn image_present(
+    docker: &testcontainers::bollard::Docker,
+    image: &str,
+    var: &'static str,
+) -> Result<()> {
+    let inspect = tokio::time::timeout(
+        Duration::from_millis(DOCKER_PING_TIMEOUT_MS),
+        docker.inspect_image(image),
+    )
+    .await
+    .map_err(|_| {
+        ChaosError::DockerUnavailable(format!(
+            "inspecting {image} took over {DOCKER_PING_TIMEOUT_MS} ms"
+        ))
+    })?;
+    inspect.map(drop).map_err(|e| ChaosError::ImageUnavailable {
+        image: image.to_owned(),
+        var,
+        cause: e.to_string(),
+    })
+}
+
+/// Checks that the Redis and PostgreSQL images are on this machine.
+pub async fn images_present(
+    docker: &testcontainers::bollard::Docker,
+    images: &Images,
+) -> Result<()> {
+    image_present(docker, &images.redis, ENV_REDIS_IMAGE).await?;
+    image_present(docker, &images.postgres, ENV_POSTGRES_IMAGE).await
 }
 
 /// `name:tag` split for `GenericImage` (`redis` → `redis:latest`; a
@@ -120,6 +159,7 @@ impl ContainerServers {
     /// PostgreSQL (with database `database`).
     pub async fn start(images: &Images, run_id: &str, database: &str) -> Result<Self> {
         let docker = docker().await?;
+        images_present(&docker, images).await?;
         let reaped = reaper::reap_orphans(&docker).await?;
         if reaped > 0 {
             tracing::info!(reaped, "removed containers of killed runs");
@@ -184,6 +224,10 @@ impl ContainerServers {
         if let Some(user) = user {
             request = request.with_user(user);
         }
+        // Never pull: a missing image is an error naming scripts/images.
+        image_present(&self.docker, image, var).await?;
+        // A teardown waits for this start, then removes its container.
+        let _starting = live::ContainerStart::begin()?;
         match request.start().await {
             Ok(container) => Ok(container),
             Err(err) => {

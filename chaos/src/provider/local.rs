@@ -6,8 +6,14 @@
 //! root its processes run as user `postgres` (uid/gid set at spawn, so the
 //! child's pid is the postmaster's). Processes are stopped gently (SIGTERM
 //! for Redis, SIGINT — fast shutdown — for PostgreSQL), then killed after a
-//! bounded wait; on drop too. A process killed with SIGKILL leaves its
-//! children behind; scripts/with-services stops whatever runs under it.
+//! bounded wait; on drop too.
+//!
+//! Nothing outlives the run: every server is started by [`crate::spawn`]
+//! (it dies with this process, however this process dies) and registered
+//! with [`crate::live`] (a signal's teardown stops it and deletes the
+//! folder). The folder names its owner ([`reaper::OWNER_FILE`]) and each
+//! server's pid and start time (`<server>.pid`), so the next local start
+//! reaps what a `kill -9` left ([`reaper::reap_local_leftovers`]).
 
 use std::fs::File;
 use std::os::unix::fs::PermissionsExt;
@@ -21,7 +27,9 @@ use crate::error::{ChaosError, Result};
 use crate::ports::pick_port;
 use crate::probe;
 use crate::provider::RedisNode;
+use crate::reaper::{self, LOCAL_FOLDER_PREFIX, OWNER_FILE, PID_FILE_SUFFIX};
 use crate::wait::{until_ready, Probe, READY_TIMEOUT_MS};
+use crate::{live, spawn};
 
 /// Attempts at starting a server on a fresh port when its port was taken
 /// between our pick and its bind.
@@ -136,6 +144,7 @@ fn signal(child: &Child, signal: libc::c_int) {
 
 /// Signals, waits (bounded), then kills. Blocking: used by drop.
 fn stop_blocking(mut child: Child, first: libc::c_int) {
+    live::unregister_child(child.id());
     signal(&child, first);
     for _ in 0..STOP_TIMEOUT_MS / EXIT_POLL_MS {
         if matches!(child.try_wait(), Ok(Some(_))) {
@@ -149,6 +158,7 @@ fn stop_blocking(mut child: Child, first: libc::c_int) {
 
 /// Signals, waits (bounded), then kills; without blocking the runtime.
 async fn stop_async(mut child: Child, first: libc::c_int) {
+    live::unregister_child(child.id());
     signal(&child, first);
     for _ in 0..STOP_TIMEOUT_MS / EXIT_POLL_MS {
         if matches!(child.try_wait(), Ok(Some(_))) {
@@ -220,15 +230,50 @@ fn mkdir(path: &Path) -> Result<()> {
         .map_err(|e| ChaosError::io(format!("creating {}", path.display()), e))
 }
 
+fn write_file(path: &Path, text: &str) -> Result<()> {
+    std::fs::write(path, text).map_err(|e| ChaosError::io(format!("writing {}", path.display()), e))
+}
+
+/// Records a started server's pid and start time in the run folder, for
+/// the reaper of a later run.
+fn write_pid_file(root: &Path, server: &str, child: &Child) -> Result<()> {
+    write_file(
+        &root.join(format!("{server}{PID_FILE_SUFFIX}")),
+        &reaper::identity_of(child.id()),
+    )
+}
+
+/// Creates the run folder, owned by this process: registered for a
+/// signal's teardown, and naming its owner for a later run's reaper.
+fn create_run_folder(root: &Path) -> Result<()> {
+    std::fs::create_dir(root)
+        .map_err(|e| ChaosError::io(format!("creating {}", root.display()), e))?;
+    if let Err(e) = live::register_folder(root.to_path_buf()) {
+        let _ = std::fs::remove_dir_all(root);
+        return Err(e);
+    }
+    write_file(&root.join(OWNER_FILE), &reaper::own_identity())
+}
+
 impl LocalServers {
     /// Starts primary, replica and PostgreSQL (with database `database`).
+    /// First reaps what killed local runs left in the temporary directory.
     pub async fn start(programs: LocalPrograms, run_id: &str, database: &str) -> Result<Self> {
-        let root = std::env::temp_dir().join(format!("redfence-chaos-{run_id}"));
-        mkdir(&root)?;
-        let redis = [
-            LocalRedis::new("redis-primary", &root)?,
-            LocalRedis::new("redis-replica", &root)?,
-        ];
+        let temp = std::env::temp_dir();
+        reaper::reap_local_leftovers(&temp);
+        let root = temp.join(format!("{LOCAL_FOLDER_PREFIX}{run_id}"));
+        create_run_folder(&root)?;
+        let redis = match (
+            LocalRedis::new("redis-primary", &root),
+            LocalRedis::new("redis-replica", &root),
+        ) {
+            (Ok(primary), Ok(replica)) => [primary, replica],
+            (Err(e), _) | (_, Err(e)) => {
+                live::unregister_folder(&root);
+                let _ = std::fs::remove_dir_all(&root);
+                return Err(e);
+            }
+        };
         let mut servers = Self {
             root,
             programs,
@@ -281,19 +326,21 @@ impl LocalServers {
             return Ok(());
         }
         let (out, err) = log_file(&redis.log)?;
-        let child = Command::new(&self.programs.redis_server)
+        let mut command = Command::new(&self.programs.redis_server);
+        command
             .args(redis_args(redis.port, &redis.dir))
             .stdin(Stdio::null())
             .stdout(out)
-            .stderr(err)
-            .spawn()
-            .map_err(|e| {
-                ChaosError::io(
-                    format!("starting {}", self.programs.redis_server.display()),
-                    e,
-                )
-            })?;
+            .stderr(err);
+        let child = spawn::spawn(redis.name, command)?;
+        let recorded = write_pid_file(&self.root, redis.name, &child);
         redis.child = Some(child);
+        if let Err(e) = recorded {
+            if let Some(child) = redis.child.take() {
+                stop_async(child, libc::SIGKILL).await;
+            }
+            return Err(e);
+        }
         let addr = format!("127.0.0.1:{}", redis.port);
         let (name, log) = (redis.name, redis.log.clone());
         let ready = until_ready(name, READY_TIMEOUT_MS, || {
@@ -354,13 +401,18 @@ impl LocalServers {
             .stdout(out)
             .stderr(err);
         as_user(&mut initdb);
-        let status = tokio::task::spawn_blocking(move || initdb.status())
-            .await
-            .map_err(|e| ChaosError::Process {
-                server: "postgres",
-                message: format!("initdb task: {e}"),
-            })?
-            .map_err(|e| ChaosError::io("running initdb", e))?;
+        let mut initdb = spawn::spawn("initdb", initdb)?;
+        let status = tokio::task::spawn_blocking(move || {
+            let status = initdb.wait();
+            live::unregister_child(initdb.id());
+            status
+        })
+        .await
+        .map_err(|e| ChaosError::Process {
+            server: "postgres",
+            message: format!("initdb task: {e}"),
+        })?
+        .map_err(|e| ChaosError::io("running initdb", e))?;
         if !status.success() {
             return Err(ChaosError::Process {
                 server: "postgres",
@@ -384,10 +436,15 @@ impl LocalServers {
                 .stdout(out)
                 .stderr(err);
             as_user(&mut postgres);
-            let child = postgres
-                .spawn()
-                .map_err(|e| ChaosError::io("starting postgres", e))?;
+            let child = spawn::spawn("postgres", postgres)?;
+            let recorded = write_pid_file(&self.root, "postgres", &child);
             self.pg_child = Some(child);
+            if let Err(e) = recorded {
+                if let Some(child) = self.pg_child.take() {
+                    stop_async(child, libc::SIGKILL).await;
+                }
+                return Err(e);
+            }
             let url = format!("postgres://postgres@127.0.0.1:{}/postgres", self.pg_port);
             let log = log.clone();
             let result = until_ready("postgres", READY_TIMEOUT_MS, || {
@@ -500,6 +557,7 @@ impl Drop for LocalServers {
         if let Some(child) = self.pg_child.take() {
             stop_blocking(child, libc::SIGINT);
         }
+        live::unregister_folder(&self.root);
         let _ = std::fs::remove_dir_all(&self.root);
     }
 }

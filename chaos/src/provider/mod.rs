@@ -3,19 +3,31 @@
 //! The provider is chosen by configuration ([`crate::config`]): Docker
 //! containers ([`containers`]), local processes ([`local`]), or servers
 //! someone else runs (external: only their addresses are ours). Unset, the
-//! choice is containers when a Docker engine answers, else local processes
-//! when the binaries are installed, else an error saying what to install or
-//! set. Every provider gives the same thing: a Redis primary, a Redis
-//! replica (not yet replicating — the topology points it at the primary
-//! through a proxy) and PostgreSQL with an empty database, all on
-//! addresses the proxies can reach on loopback.
+//! choice is containers when a Docker engine answers and has the images
+//! (`scripts/images` builds them), else local processes when the binaries
+//! are installed, else an error saying what to install or set. Every
+//! provider gives the same thing: a Redis primary, a Redis replica (not yet
+//! replicating — the topology points it at the primary through a proxy) and
+//! PostgreSQL with an empty database, all on addresses the proxies can reach
+//! on loopback. External servers are checked at start: one that does not
+//! answer is an error naming the server, its address and the variable.
+//!
+//! Each start records what it ran on ([`ServerInfo`]: the provider and the
+//! servers' own versions), readable by the command that reports the run
+//! ([`last_started`]).
 
 pub mod containers;
 pub mod local;
 
+use std::sync::Mutex;
+use std::time::Duration;
+
 use sqlx::{Connection, Executor};
 
-use crate::config::{ChaosConfig, ExternalUrls, ProviderKind};
+use crate::config::{
+    ChaosConfig, ExternalUrls, ProviderKind, ENV_EXTERNAL_DATABASE, ENV_EXTERNAL_PRIMARY,
+    ENV_EXTERNAL_REPLICA,
+};
 use crate::error::{ChaosError, Result};
 
 /// A Redis server of the topology.
@@ -151,13 +163,90 @@ impl std::fmt::Debug for Servers {
 /// The database the topology's PostgreSQL gets (local and containers).
 pub const DATABASE: &str = "redfence";
 
+/// How long asking a server its version may take.
+const VERSION_TIMEOUT_MS: u64 = 3_000;
+
+/// What a started topology runs on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ServerInfo {
+    /// The provider.
+    pub provider: ProviderKind,
+    /// The primary's `redis_version` (`INFO server`), if it answered.
+    pub redis_version: Option<String>,
+    /// PostgreSQL's `SELECT version()`, if it answered.
+    pub postgres_version: Option<String>,
+}
+
+static LAST_STARTED: Mutex<Option<ServerInfo>> = Mutex::new(None);
+
+/// What the last topology this process started runs on (`None` before
+/// the first start).
+pub fn last_started() -> Option<ServerInfo> {
+    LAST_STARTED
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone()
+}
+
+/// `redis_version` from `INFO server` of the Redis at `addr`.
+pub async fn redis_version(addr: &str) -> Result<String, String> {
+    let ask = async {
+        let client = redis::Client::open(format!("redis://{addr}/")).map_err(|e| e.to_string())?;
+        let mut conn = client
+            .get_multiplexed_async_connection()
+            .await
+            .map_err(|e| e.to_string())?;
+        let info: String = redis::cmd("INFO")
+            .arg("server")
+            .query_async(&mut conn)
+            .await
+            .map_err(|e| e.to_string())?;
+        info.lines()
+            .find_map(|line| line.strip_prefix("redis_version:"))
+            .map(|v| v.trim().to_owned())
+            .ok_or_else(|| "INFO server has no redis_version".to_owned())
+    };
+    tokio::time::timeout(Duration::from_millis(VERSION_TIMEOUT_MS), ask)
+        .await
+        .map_err(|_| "no answer in time".to_owned())?
+}
+
+/// `SELECT version()` of the PostgreSQL at `url`.
+pub async fn postgres_version(url: &str) -> Result<String, String> {
+    let ask = async {
+        let mut conn = sqlx::PgConnection::connect(url)
+            .await
+            .map_err(|e| e.to_string())?;
+        let version: String = sqlx::query_scalar("SELECT version()")
+            .fetch_one(&mut conn)
+            .await
+            .map_err(|e| e.to_string())?;
+        let _ = conn.close().await;
+        Ok(version)
+    };
+    tokio::time::timeout(Duration::from_millis(VERSION_TIMEOUT_MS), ask)
+        .await
+        .map_err(|_| "no answer in time".to_owned())?
+}
+
 /// The provider the configuration asks for, or the automatic choice.
 pub async fn choose(config: &ChaosConfig) -> Result<ProviderKind> {
     if let Some(kind) = config.provider {
         return Ok(kind);
     }
     let docker = match containers::docker().await {
-        Ok(_) => return Ok(ProviderKind::Containers),
+        Ok(docker) => match containers::images_present(&docker, &config.images).await {
+            Ok(()) => return Ok(ProviderKind::Containers),
+            Err(missing) => {
+                if local::LocalPrograms::find(&config.local).is_ok() {
+                    note_once(&format!(
+                        "Docker answers but {missing}; using local processes \
+                         (REDFENCE_PROVIDER=local)"
+                    ));
+                }
+                missing.to_string()
+            }
+        },
         Err(e) => e.to_string(),
     };
     match local::LocalPrograms::find(&config.local) {
@@ -167,6 +256,37 @@ pub async fn choose(config: &ChaosConfig) -> Result<ProviderKind> {
             local: local.to_string(),
         }),
     }
+}
+
+/// Prints `message` on stderr the first time only (the automatic choice is
+/// made again for every world of a sweep).
+fn note_once(message: &str) {
+    static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if !SAID.swap(true, std::sync::atomic::Ordering::Relaxed) {
+        eprintln!("redfence: {message}");
+    }
+}
+
+/// Checks that external servers answer, naming the one that does not.
+async fn check_external(servers: &ExternalServers) -> Result<()> {
+    let unreachable = |server, addr: &str, var, cause| ChaosError::ExternalUnreachable {
+        server,
+        addr: addr.to_owned(),
+        var,
+        cause,
+    };
+    crate::probe::redis_ping(&servers.primary)
+        .await
+        .map_err(|e| unreachable("Redis primary", &servers.primary, ENV_EXTERNAL_PRIMARY, e))?;
+    if let Some(replica) = &servers.replica {
+        crate::probe::redis_ping(replica)
+            .await
+            .map_err(|e| unreachable("Redis replica", replica, ENV_EXTERNAL_REPLICA, e))?;
+    }
+    let url = servers.url_template.replace("{addr}", &servers.postgres);
+    crate::probe::postgres_connect(&url)
+        .await
+        .map_err(|e| unreachable("PostgreSQL", &servers.postgres, ENV_EXTERNAL_DATABASE, e))
 }
 
 impl Servers {
@@ -190,17 +310,35 @@ impl Servers {
                 let urls = config.external.as_ref().ok_or(ChaosError::MissingExternal(
                     crate::config::ENV_EXTERNAL_PRIMARY,
                 ))?;
-                (
-                    Backend::External(ExternalServers::new(urls)?),
-                    String::new(),
-                )
+                let servers = ExternalServers::new(urls)?;
+                check_external(&servers).await?;
+                (Backend::External(servers), String::new())
             }
         };
-        Ok(Self {
+        let servers = Self {
             backend,
             run_id,
             database,
-        })
+        };
+        servers.record_versions().await;
+        Ok(servers)
+    }
+
+    /// Asks the servers their versions and records them for
+    /// [`last_started`]; a server that does not say leaves `None`.
+    async fn record_versions(&self) {
+        let redis_version = match self.redis_addr(RedisNode::Primary) {
+            Some(addr) => redis_version(&addr).await.ok(),
+            None => None,
+        };
+        let postgres_version = postgres_version(&self.postgres_url_via(&self.postgres_addr()))
+            .await
+            .ok();
+        *LAST_STARTED.lock().unwrap_or_else(|e| e.into_inner()) = Some(ServerInfo {
+            provider: self.kind(),
+            redis_version,
+            postgres_version,
+        });
     }
 
     /// Which provider runs them.
