@@ -39,6 +39,9 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    // First, before any thread starts: every later thread inherits the
+    // blocked signals, and only the signal thread takes them.
+    cli::signals::install();
     let args = Args::parse();
     let result = match args.command {
         Command::List => cli::list::list(),
@@ -48,6 +51,9 @@ fn main() -> ExitCode {
         Command::Agree(agree) => cli::agree::agree(agree),
         Command::Report(report) => cli::report::report(report),
     };
+    // A signal's stop ends the process itself (exit 130/143), after its
+    // teardown: what the interrupted work returned is not reported.
+    cli::signals::park_if_interrupted();
     match result {
         Ok(code) => code,
         Err(error) => {

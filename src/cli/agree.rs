@@ -52,6 +52,7 @@ pub fn agree(args: AgreeArgs) -> Result<ExitCode, CliError> {
     if let Some(path) = &args.json {
         super::report::check_file_writable(std::path::Path::new(path))?;
     }
+    let watchdog = super::run::watchdog("real", None)?;
     let real_worlds = super::world("real")?;
     let scenarios = super::scenarios(&args.scenarios)?;
     let protocols = super::protocols(&args.protocols)?;
@@ -70,15 +71,19 @@ pub fn agree(args: AgreeArgs) -> Result<ExitCode, CliError> {
         args.seeds
     );
     let real = sweep(real_worlds.as_ref(), &plan(args.seeds, 1), &|p| {
+        if let Some(watchdog) = &watchdog {
+            watchdog.progress();
+        }
         eprint!("\r  {}/{} runs", p.done, p.total);
     });
+    super::signals::park_if_interrupted();
+    drop(watchdog);
     eprintln!();
     let rows = compare(&sim, &real);
     print_rows(&rows);
     if let Some(path) = &args.json {
         let json = serde_json::to_string_pretty(&rows).expect("rows serialise");
-        redfence_reports::write_file_atomically(std::path::Path::new(path), json.as_bytes())
-            .map_err(CliError::ReportWrite)?;
+        super::report::write_json(path, json.as_bytes())?;
     }
     let disagreements: Vec<&Row> = rows.iter().filter(|r| r.disagrees()).collect();
     if disagreements.is_empty() {

@@ -7,6 +7,7 @@ pub mod list;
 pub mod replay;
 pub mod report;
 pub mod run;
+pub mod signals;
 
 use std::sync::Arc;
 

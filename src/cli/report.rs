@@ -94,7 +94,11 @@ pub fn write(report: &Report, out: &OutArgs) -> Result<(), CliError> {
     let Some(dir) = &out.out else {
         return Ok(());
     };
-    let paths = redfence_reports::write(report, dir, &out.formats())?;
+    // A stop (signal, timeout) waits for this write and starts no other.
+    let paths = {
+        let _writing = super::signals::output_guard();
+        redfence_reports::write(report, dir, &out.formats())?
+    };
     let html = paths
         .iter()
         .find(|p| p.file_name().is_some_and(|n| n == Format::Html.file_name()));
@@ -105,6 +109,13 @@ pub fn write(report: &Report, out: &OutArgs) -> Result<(), CliError> {
         println!("report: {}", html.display());
     }
     Ok(())
+}
+
+/// Writes `bytes` to `path` atomically (a temporary file renamed into
+/// place), under the output lock: a stop waits for it and starts no other.
+pub fn write_json(path: &str, bytes: &[u8]) -> Result<(), CliError> {
+    let _writing = super::signals::output_guard();
+    redfence_reports::write_file_atomically(Path::new(path), bytes).map_err(CliError::ReportWrite)
 }
 
 /// Largest `report --from` input read: far above any sweep the CLI writes

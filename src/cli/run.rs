@@ -17,7 +17,9 @@ use redfence_scenarios::sweep::{
 use redfence_scenarios::world::WorldKind;
 
 use super::report::OutArgs;
+use super::signals::Watchdog;
 use super::CliError;
+use std::time::Duration;
 
 /// Seeds per point of the hotspot wait curve the report plots.
 pub const CURVE_SEEDS_DEFAULT: u64 = 2;
@@ -27,6 +29,10 @@ pub const SEEDS_DEFAULT: u64 = 50;
 
 /// Seeds per cell in the real world when none is asked for.
 pub const SEEDS_DEFAULT_REAL: u64 = 1;
+
+/// Longest a real-world run (or the check before the first) may go
+/// without finishing before the command is stopped as hung, in seconds.
+pub const RUN_TIMEOUT_S_DEFAULT: u64 = 300;
 
 /// Arguments of `redfence run`.
 #[derive(Debug, Args)]
@@ -69,10 +75,47 @@ pub struct RunArgs {
     /// and none) measured for the report; 0 skips it.
     #[arg(long, value_name = "N", default_value_t = CURVE_SEEDS_DEFAULT, requires = "out")]
     curve_seeds: u64,
+    /// Real world only: stop the command (exit 124) when a run takes
+    /// longer than this many seconds [default: 300].
+    #[arg(long, value_name = "SECS")]
+    run_timeout: Option<u64>,
+}
+
+/// The watchdog of a real-world command, armed before its servers start.
+pub fn watchdog(world: &str, run_timeout: Option<u64>) -> Result<Option<Watchdog>, CliError> {
+    match (world, run_timeout) {
+        (_, Some(0)) => Err(CliError::Invalid(
+            "--run-timeout must be at least 1 second".into(),
+        )),
+        ("real", timeout) => Ok(Some(Watchdog::arm(
+            "a real-world run",
+            Duration::from_secs(timeout.unwrap_or(RUN_TIMEOUT_S_DEFAULT)),
+        ))),
+        (_, Some(_)) => Err(CliError::Invalid(
+            "--run-timeout applies to --world real only".into(),
+        )),
+        (_, None) => Ok(None),
+    }
+}
+
+/// What produced `result`: this redfence and, in the real world, the
+/// provider and the servers' versions of the last world started.
+pub fn record_provenance(result: &mut Sweep) {
+    let provenance = result.provenance.get_or_insert_with(Default::default);
+    provenance.redfence_version = env!("CARGO_PKG_VERSION").to_owned();
+    provenance.commit = Some(env!("REDFENCE_COMMIT").to_owned()).filter(|c| !c.is_empty());
+    if result.world == WorldKind::Real {
+        if let Some(servers) = redfence_chaos::last_started() {
+            provenance.provider = Some(servers.provider.name().to_owned());
+            provenance.redis_version = servers.redis_version;
+            provenance.postgres_version = servers.postgres_version;
+        }
+    }
 }
 
 /// Runs the sweep and prints it.
 pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
+    let watchdog = watchdog(&args.world, args.run_timeout)?;
     let worlds = super::world(&args.world)?;
     let real = worlds.kind() == WorldKind::Real;
     let (seed_first, seeds) = match (args.seed, args.seeds) {
@@ -127,12 +170,18 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
         .expect("a valid template"),
     );
     let report = |p: Progress| {
+        if let Some(watchdog) = &watchdog {
+            watchdog.progress();
+        }
         bar.set_position(p.done as u64);
         bar.set_message(format!("{} failing", p.failed));
     };
     let started = std::time::Instant::now();
-    let result = sweep(worlds.as_ref(), &plan, &report);
+    let mut result = sweep(worlds.as_ref(), &plan, &report);
+    super::signals::park_if_interrupted();
+    drop(watchdog);
     bar.finish_and_clear();
+    record_provenance(&mut result);
     print_sweep(&result);
     let wall_s = started.elapsed().as_secs_f64().max(1e-9);
     // Real-world runs take seconds each: "0 runs/s" said nothing.
@@ -148,8 +197,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
     );
     if let Some(path) = &args.json {
         let json = serde_json::to_string_pretty(&result).expect("a sweep serialises");
-        redfence_reports::write_file_atomically(std::path::Path::new(path), json.as_bytes())
-            .map_err(CliError::ReportWrite)?;
+        super::report::write_json(path, json.as_bytes())?;
         println!("sweep result written to {path}");
     }
     if args.out.out.is_some() {
@@ -217,6 +265,9 @@ fn symbol(status: CellStatus, seeds_to_catch: Option<u64>) -> String {
 
 /// Prints the matrix, the mutation score and the replay lines.
 pub fn print_sweep(result: &Sweep) {
+    if let Some(provenance) = &result.provenance {
+        println!("{}", provenance.line());
+    }
     println!(
         "world: {}   seeds: {} from {}{}",
         result.world.name(),
