@@ -113,6 +113,14 @@ fn held_at(all: &[Holding], owner: &str, at_ms: u64) -> bool {
         .any(|h| h.start_ms <= at_ms && h.end.is_none_or(|(end_ms, _)| at_ms <= end_ms))
 }
 
+/// "owner X (wN)": an owner with the worker whose ops carried its token.
+fn who(history: &History, owner: &str) -> String {
+    match history.ops.iter().find(|op| op.is_owner(owner)) {
+        Some(op) => format!("owner {} ({})", owner_text(owner), op.worker),
+        None => format!("owner {}", owner_text(owner)),
+    }
+}
+
 /// The words and the slice for the stale `record`.
 fn explain(
     history: &History,
@@ -186,20 +194,25 @@ fn explain(
     if let Some(next) = successor {
         slice = add_ownership(slice, next.start_index);
         after.push_str(&format!(
-            "; owner {} had taken the lock at {} ms",
-            owner_text(&next.owner),
+            "; {} had taken the lock at {} ms",
+            who(history, &next.owner),
             next.start_ms
         ));
     }
     if let Some(theirs) = overwritten {
         slice = slice.with_fence(theirs);
+        let whose = match successor {
+            Some(next) if next.owner == theirs.owner => " and its".to_owned(),
+            _ => format!(
+                "{} {}'s",
+                if after.is_empty() { ";" } else { ", and" },
+                who(history, &theirs.owner)
+            ),
+        };
         after.push_str(&format!(
-            "{} owner {}'s write accepted at {} ms (seq {}) was overwritten by the stale one: \
-             the data is corrupted",
-            if after.is_empty() { ";" } else { ", and" },
-            owner_text(&theirs.owner),
-            theirs.at_ms,
-            theirs.seq
+            "{whose} write accepted at {} ms (seq {}) was overwritten by the stale one: the data \
+             is corrupted",
+            theirs.at_ms, theirs.seq
         ));
     }
     let explanation = format!(
@@ -316,9 +329,9 @@ mod tests {
         assert_eq!(
             v.explanation,
             "stale write accepted at 750 ms (seq 2) by w0 (owner o0) after its lease ended at \
-             501 ms (the key expired on redis-0) — no fence to stop it; owner o1 had taken the \
-             lock at 601 ms, and owner o1's write accepted at 652 ms (seq 1) was overwritten by \
-             the stale one: the data is corrupted"
+             501 ms (the key expired on redis-0) — no fence to stop it; owner o1 (w1) had taken \
+             the lock at 601 ms and its write accepted at 652 ms (seq 1) was overwritten by the \
+             stale one: the data is corrupted"
         );
         // The stale record, its write, the lease's set and expiry, the
         // successor's set and its overwritten write.
