@@ -74,7 +74,98 @@ pub const CATCHES: &[Catch] = &[
         STALE_WORKER_PAUSE,
         Property::UnfencedStaleWrite,
     ),
+    catch(
+        SET_WITHOUT_NX,
+        MUTUAL_EXCLUSION,
+        Property::NoOverlappingHolders,
+    ),
+    catch(SET_WITHOUT_NX, HOTSPOT_LOAD, Property::NoOverlappingHolders),
+    catch(LATE_RENEWAL, RENEWAL_LIMITS, Property::LeaseContinuity),
+    catch(LATE_RENEWAL, LATE_UNLOCK, Property::LeaseContinuity),
 ];
+
+/// Every property each shipped mutant violates anywhere in the catalog (on
+/// the mutation-score test's seeds, 0–5, in the simulation), and nothing
+/// else: the promised catches above, plus what a mutant's bug also
+/// breaks. The mutation-score test asserts the sweep matches this table
+/// exactly, so a checker change that makes a mutant trip one property more
+/// or one less shows up as a diff here, to be explained, not absorbed.
+pub const EXPECTED_VIOLATIONS: &[(&str, &[Property])] = &[
+    (DEL_UNLOCK, &[Property::UnlockSafety]),
+    (GET_THEN_DEL, &[Property::UnlockSafety]),
+    (RENEW_WITHOUT_OWNER_CHECK, &[Property::RenewalSafety]),
+    (
+        NO_FENCE_CHECK,
+        &[
+            Property::FenceOrder,
+            Property::StaleOwnerRejected,
+            Property::ExactlyOnce,
+        ],
+    ),
+    (
+        APP_SIDE_FENCE_CHECK,
+        &[
+            Property::FenceOrder,
+            Property::StaleOwnerRejected,
+            Property::ExactlyOnce,
+        ],
+    ),
+    // Two workers with one token share a lease: both write under it.
+    (
+        STATIC_OWNER,
+        &[Property::FenceUniqueness, Property::NoOverlappingHolders],
+    ),
+    (
+        UNBOUNDED_RENEWAL,
+        &[Property::RenewalSafety, Property::BoundedLiveness],
+    ),
+    // Across a failover the fence counter regresses as well.
+    (
+        SETNX_THEN_EXPIRE,
+        &[Property::FenceUniqueness, Property::BoundedLiveness],
+    ),
+    (NO_TTL, &[Property::BoundedLiveness]),
+    (
+        LOCK_BEFORE_FENCE,
+        &[
+            Property::FenceUniqueness,
+            Property::FailClosed,
+            Property::BoundedLiveness,
+        ],
+    ),
+    (REDIS_COUNTER_FENCES, &[Property::FenceUniqueness]),
+    // Without a fence a redelivered job applies twice, and a lost acquire
+    // reply leaves a worker that never re-asks.
+    (
+        UNFENCED_SET_NX,
+        &[
+            Property::UnfencedStaleWrite,
+            Property::ExactlyOnce,
+            Property::BoundedLiveness,
+        ],
+    ),
+    // Every acquire wins: two holders, the first one's lease taken from
+    // under it, and (across a failover) fences issued twice.
+    (
+        SET_WITHOUT_NX,
+        &[
+            Property::FenceUniqueness,
+            Property::BoundedLiveness,
+            Property::NoOverlappingHolders,
+            Property::LeaseContinuity,
+        ],
+    ),
+    (LATE_RENEWAL, &[Property::LeaseContinuity]),
+];
+
+/// The properties `mutant` is expected to violate somewhere (see
+/// [`EXPECTED_VIOLATIONS`]); empty for anything else.
+pub fn expected_violations(mutant: &str) -> &'static [Property] {
+    EXPECTED_VIOLATIONS
+        .iter()
+        .find(|(m, _)| *m == mutant)
+        .map_or(&[], |(_, properties)| *properties)
+}
 
 /// Whether `protocol` is a shipped mutant (it has promised catches). Any
 /// other protocol — the reference, a team's own lock — must pass everywhere.
@@ -115,5 +206,22 @@ mod tests {
             assert!(is_mutant(m), "{m} has no promised catch");
         }
         assert!(!is_mutant(crate::names::protocol::REFERENCE));
+    }
+
+    #[test]
+    fn every_mutant_has_one_row_of_expected_violations_covering_its_promises() {
+        for m in mutant::ALL {
+            let rows = EXPECTED_VIOLATIONS.iter().filter(|(n, _)| *n == m).count();
+            assert_eq!(rows, 1, "{m} needs exactly one row");
+            for c in catches_of(m) {
+                assert!(
+                    expected_violations(m).contains(&c.property),
+                    "{m}: promised {} is not expected",
+                    c.property
+                );
+            }
+        }
+        assert_eq!(EXPECTED_VIOLATIONS.len(), mutant::ALL.len());
+        assert!(expected_violations(crate::names::protocol::REFERENCE).is_empty());
     }
 }

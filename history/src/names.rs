@@ -82,9 +82,13 @@ pub mod mutant {
     /// The plain lock most teams ship: `SET NX PX`, compare-and-delete, and
     /// no fence, so a holder paused past its lease still writes.
     pub const UNFENCED_SET_NX: &str = "unfenced-set-nx";
+    /// `SET PX` without `NX`: every acquire takes the lock from its holder.
+    pub const SET_WITHOUT_NX: &str = "set-without-nx";
+    /// A whole worker whose renewal task renews once per lease, too late.
+    pub const LATE_RENEWAL: &str = "late-renewal";
 
     /// Every shipped mutant, in catalog order.
-    pub const ALL: [&str; 12] = [
+    pub const ALL: [&str; 14] = [
         DEL_UNLOCK,
         GET_THEN_DEL,
         RENEW_WITHOUT_OWNER_CHECK,
@@ -97,6 +101,8 @@ pub mod mutant {
         LOCK_BEFORE_FENCE,
         REDIS_COUNTER_FENCES,
         UNFENCED_SET_NX,
+        SET_WITHOUT_NX,
+        LATE_RENEWAL,
     ];
 }
 
@@ -106,13 +112,13 @@ pub mod protocol {
     /// `Worker` running each job at the whole-worker level. Every scenario
     /// must pass it.
     pub const REFERENCE: &str = "reference";
+    /// The same library one step at a time under the harness's flow (the
+    /// base of the step-level mutants). Every scenario must pass it too.
+    pub const REFERENCE_STEPS: &str = "reference-steps";
 }
 
 /// The name of worker number `index` (`w0`, `w1`, …), the one spelling used
 /// in histories, hosts, proxies and reports.
-    /// The same library one step at a time under the harness's flow (the
-    /// base of the step-level mutants). Every scenario must pass it too.
-    pub const REFERENCE_STEPS: &str = "reference-steps";
 pub fn worker_name(index: usize) -> String {
     format!("w{index}")
 }
@@ -127,11 +133,11 @@ mod tests {
         all.push(scenario::RANDOM_FAULTS);
         all.extend(mutant::ALL);
         all.push(protocol::REFERENCE);
+        all.push(protocol::REFERENCE_STEPS);
         all.extend(crate::Property::ALL.iter().map(|p| p.name()));
         let mut sorted = all.clone();
         sorted.sort_unstable();
         sorted.dedup();
-        all.push(protocol::REFERENCE_STEPS);
         assert_eq!(sorted.len(), all.len(), "a name is used twice: {all:?}");
         for name in all {
             assert!(

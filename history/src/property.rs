@@ -1,4 +1,4 @@
-//! The nine properties the checker decides: their names and one-line descriptions.
+//! The eleven properties the checker decides: their names and one-line descriptions.
 //!
 //! The kebab-case name is the property's identity everywhere — JSON, reports,
 //! the CLI, scenario expectations — so it is defined once, here, and the serde
@@ -29,11 +29,15 @@ pub enum Property {
     FailClosed,
     /// Contenders get a decision; no lock outlives max hold + lease.
     BoundedLiveness,
+    /// No two workers write while both hold unexpired leases.
+    NoOverlappingHolders,
+    /// A healthy, working holder's lease does not lapse before the hold limit.
+    LeaseContinuity,
 }
 
 impl Property {
     /// Every property, in the order verdicts are reported.
-    pub const ALL: [Property; 9] = [
+    pub const ALL: [Property; 11] = [
         Property::FenceOrder,
         Property::StaleOwnerRejected,
         Property::UnfencedStaleWrite,
@@ -43,6 +47,8 @@ impl Property {
         Property::ExactlyOnce,
         Property::FailClosed,
         Property::BoundedLiveness,
+        Property::NoOverlappingHolders,
+        Property::LeaseContinuity,
     ];
 
     /// The stable kebab-case name.
@@ -57,6 +63,8 @@ impl Property {
             Property::ExactlyOnce => "exactly-once",
             Property::FailClosed => "fail-closed",
             Property::BoundedLiveness => "bounded-liveness",
+            Property::NoOverlappingHolders => "no-overlapping-holders",
+            Property::LeaseContinuity => "lease-continuity",
         }
     }
 
@@ -87,6 +95,13 @@ impl Property {
             Property::BoundedLiveness => {
                 "every contender eventually acquires or gives up cleanly, \
                  and no lock outlives max hold + lease"
+            }
+            Property::NoOverlappingHolders => {
+                "no two workers write to the resource while both hold unexpired leases on it"
+            }
+            Property::LeaseContinuity => {
+                "a holder whose paths are healthy never loses its lease while its job runs, \
+                 short of the maximum hold"
             }
         }
     }

@@ -166,7 +166,9 @@ impl RunRecord {
 /// Whether `protocol` is built into redfence (the reference or a shipped
 /// mutant), so that `redfence replay` can rebuild it by name.
 pub fn is_built_in(protocol: &str) -> bool {
-    protocol == crate::names::protocol::REFERENCE || crate::names::mutant::ALL.contains(&protocol)
+    protocol == crate::names::protocol::REFERENCE
+        || protocol == crate::names::protocol::REFERENCE_STEPS
+        || crate::names::mutant::ALL.contains(&protocol)
 }
 
 /// The one line that replays a run: for a built-in protocol, the CLI

@@ -201,13 +201,14 @@ impl Spawner {
 /// Used inside a worker's task (so it need not be `Send`); `None` when the
 /// key is absent or Redis cannot be read.
 #[derive(Clone)]
-pub struct Peek(Rc<dyn Fn(String) -> Pin<Box<dyn Future<Output = Option<String>>>>>);
+pub struct Peek(Rc<dyn Fn(String) -> PeekFuture>);
+
+/// What a [`Peek`] returns: the key's value, once read.
+pub type PeekFuture = Pin<Box<dyn Future<Output = Option<String>>>>;
 
 impl Peek {
     /// A peek running `read`.
-    pub fn new(
-        read: impl Fn(String) -> Pin<Box<dyn Future<Output = Option<String>>>> + 'static,
-    ) -> Self {
+    pub fn new(read: impl Fn(String) -> PeekFuture + 'static) -> Self {
         Self(Rc::new(read))
     }
 

@@ -17,13 +17,13 @@ use redfence_scenarios::catalog::{self, hotspot_load};
 use redfence_scenarios::explore::{
     explore, explore_parallel, Budget, FaultKind, RandomFaults, Schedule,
 };
-use redfence_scenarios::mutation::CATCHES;
+use redfence_scenarios::mutation::{self, CATCHES};
 use redfence_scenarios::protocols::{self, Reference};
 use redfence_scenarios::run::{run_one, RunRecord, REPLAY_SCHEDULE_ENV, REPLAY_SEED_ENV};
 use redfence_scenarios::sim_world::SimWorlds;
 use redfence_scenarios::sweep::{sweep, CellStatus, SweepPlan};
 use redfence_scenarios::timeline::timeline;
-use redfence_scenarios::Status;
+use redfence_scenarios::{Property, Status};
 
 /// Seeds per scenario for the reference (enough to cover the timing spread
 /// of jitter and latency, small enough for a debug build).
@@ -362,7 +362,28 @@ fn mutation_score() {
         .map(|c| format!("{} × {}", c.scenario, c.protocol))
         .collect();
     assert!(missed.is_empty(), "promised catches missed: {missed:?}");
-    assert_eq!(result.mutants.len(), protocols::all().len() - 1);
+    // Every shipped protocol but the reference at its two levels.
+    assert_eq!(result.mutants.len(), protocols::all().len() - 2);
+    // Each mutant trips exactly the properties the table expects, and the
+    // reference (both levels) none.
+    for protocol in protocols::all() {
+        let name = protocol.name();
+        let violated: Vec<Property> = Property::ALL
+            .into_iter()
+            .filter(|&property| {
+                result.cells.iter().any(|cell| {
+                    cell.protocol == name
+                        && cell
+                            .tallies
+                            .iter()
+                            .any(|t| t.property == property && t.violated > 0)
+                })
+            })
+            .collect();
+        let mut expected = mutation::expected_violations(name).to_vec();
+        expected.sort();
+        assert_eq!(violated, expected, "{name}: violated vs expected");
+    }
     for m in &result.mutants {
         assert!(
             m.promised > 0,

@@ -17,7 +17,9 @@ mod fail_closed;
 mod fence_order;
 mod fence_uniqueness;
 mod holdings;
+mod lease_continuity;
 mod lookup;
+mod no_overlapping_holders;
 mod renewal_safety;
 mod stale_owner_rejected;
 mod unfenced_stale_write;
@@ -73,6 +75,8 @@ fn decide(history: &History, property: Property) -> Verdict {
         Property::ExactlyOnce => exactly_once::check(history),
         Property::FailClosed => fail_closed::check(history),
         Property::BoundedLiveness => bounded_liveness::check(history),
+        Property::NoOverlappingHolders => no_overlapping_holders::check(history),
+        Property::LeaseContinuity => lease_continuity::check(history),
     };
     assert_eq!(
         verdict.property, property,
@@ -160,6 +164,8 @@ mod tests {
             (Property::ExactlyOnce, Status::Held),
             (Property::FailClosed, Status::Held),
             (Property::BoundedLiveness, Status::Held),
+            (Property::NoOverlappingHolders, Status::Held),
+            (Property::LeaseContinuity, Status::Held),
         ];
         assert_eq!(statuses(&history), expected);
     }
@@ -226,6 +232,8 @@ mod tests {
             (Property::ExactlyOnce, Status::Held),
             (Property::FailClosed, Status::Held),
             (Property::BoundedLiveness, Status::Held),
+            (Property::NoOverlappingHolders, Status::Held),
+            (Property::LeaseContinuity, Status::Held),
         ];
         assert_eq!(statuses(&history), expected);
         // A stale owner rejected, a renew confirmed: now they are exercised.

@@ -13,6 +13,7 @@ use crate::protocol::{Protocol, StepError};
 pub mod app_side_fence_check;
 pub mod del_unlock;
 pub mod get_then_del;
+pub mod late_renewal;
 pub mod lock_before_fence;
 pub mod no_fence_check;
 pub mod no_ttl;
@@ -20,8 +21,10 @@ pub mod patch;
 pub mod redis_counter_fences;
 pub mod reference;
 pub mod renew_without_owner_check;
+pub mod set_without_nx;
 pub mod setnx_then_expire;
 pub mod static_owner;
+pub mod team_flow;
 pub mod unbounded_renewal;
 pub mod unfenced_set_nx;
 pub mod wire;
@@ -29,21 +32,25 @@ pub mod wire;
 pub use app_side_fence_check::AppSideFenceCheck;
 pub use del_unlock::DelUnlock;
 pub use get_then_del::GetThenDel;
+pub use late_renewal::LateRenewal;
 pub use lock_before_fence::LockBeforeFence;
 pub use no_fence_check::NoFenceCheck;
 pub use no_ttl::NoTtl;
 pub use redis_counter_fences::RedisCounterFences;
 pub use reference::{Reference, ReferenceSession, ReferenceSteps, ReferenceWorker};
 pub use renew_without_owner_check::RenewWithoutOwnerCheck;
+pub use set_without_nx::SetWithoutNx;
 pub use setnx_then_expire::SetnxThenExpire;
 pub use static_owner::StaticOwner;
 pub use unbounded_renewal::UnboundedRenewal;
 pub use unfenced_set_nx::UnfencedSetNx;
 
-/// Every shipped protocol, reference first.
+/// Every shipped protocol: the reference at both plug-in levels first,
+/// then the mutants.
 pub fn all() -> Vec<Arc<dyn Protocol>> {
     vec![
         Arc::new(Reference),
+        Arc::new(ReferenceSteps),
         Arc::new(DelUnlock),
         Arc::new(GetThenDel),
         Arc::new(RenewWithoutOwnerCheck),
@@ -56,6 +63,8 @@ pub fn all() -> Vec<Arc<dyn Protocol>> {
         Arc::new(LockBeforeFence),
         Arc::new(RedisCounterFences),
         Arc::new(UnfencedSetNx),
+        Arc::new(SetWithoutNx),
+        Arc::new(LateRenewal),
     ]
 }
 
@@ -65,7 +74,9 @@ pub fn all() -> Vec<Arc<dyn Protocol>> {
 pub fn by_name(name: &str) -> Option<Arc<dyn Protocol>> {
     all()
         .into_iter()
-        .chain(std::iter::once(Arc::new(ReferenceSteps) as Arc<dyn Protocol>))
+        .chain(std::iter::once(
+            Arc::new(ReferenceSteps) as Arc<dyn Protocol>
+        ))
         .find(|p| p.name() == name)
 }
 

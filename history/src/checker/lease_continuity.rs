@@ -1,0 +1,334 @@
+//! `lease-continuity`: a healthy holder never loses its lease while its job
+//! runs, except at the maximum hold.
+//!
+//! A lease that lapses under a worker that is still working is the start of
+//! every stale write: someone else acquires, and the two work at once until
+//! the fence (if any) stops one. When the worker was paused, partitioned or
+//! losing replies, the lapse is the fault's doing and the fence's business.
+//! When nothing was wrong with its paths, the lock itself let the lease go:
+//! it renewed too late (an interval at or above the lease), too little (a
+//! renewal count or hold limit below what the job needs, without telling
+//! the job), with the wrong unit (`PEXPIRE` given seconds), or its renewal
+//! task died quietly. This property catches those, from what the servers
+//! did, at both plug-in levels.
+//!
+//! **The rule** (from the Redis ownership log and the ops). A holding of
+//! owner token `X` that ended by **expiry** (at its deadline) or was
+//! **overwritten** by another owner, judged when:
+//!
+//! - a worker's acquire of `X` was answered "acquired" (the holder is
+//!   known), and the worker neither crashed before the end nor reported its
+//!   job done by then (plus the tolerance): the job still ran;
+//! - the holding lasted less than `hold_ms_max` (minus the tolerance): at
+//!   the hold limit a lock must let go, and the library signals the job;
+//! - the worker had fewer than `renewals_max` confirmed renewals of `X`:
+//!   the renewal limit is the library's to enforce;
+//! - the worker's Redis path was healthy for the whole last lease before the
+//!   end: no pause, partition, dropped replies or added latency of that
+//!   worker, and Redis was not stopped, restarted or failed over, in
+//!   `[end − lease_ms − tolerance, end]`.
+//!
+//! Such a holding is a violation, reported with the gap between the last
+//! moment the worker could have extended it and its end. A run with no
+//! holding whose holder is known is not exercised. Without the ownership
+//! log the verdict is undecided.
+
+use std::collections::BTreeMap;
+
+use super::holdings::holdings;
+use super::{more, NO_REDIS_TRUTH};
+use crate::fault::Fault;
+use crate::history::{History, OkValue, Op, OpKind, Outcome, OwnershipChange};
+use crate::property::Property;
+use crate::verdict::{owner_text, HistorySlice, Verdict};
+
+const PROPERTY: Property = Property::LeaseContinuity;
+
+/// Judges `lease-continuity`.
+pub(super) fn check(history: &History) -> Verdict {
+    let Some(log) = &history.redis_truth else {
+        return Verdict::undecided(
+            PROPERTY,
+            format!("{NO_REDIS_TRUTH}: when each lease ended is unknown"),
+        );
+    };
+    let limits = history.limits;
+    let mut acquires: BTreeMap<&str, Vec<&Op>> = BTreeMap::new();
+    for op in &history.ops {
+        if let (Some(_), Some(owner)) = (op.acquired_fence(), op.owner.as_deref()) {
+            acquires.entry(owner).or_default().push(op);
+        }
+    }
+    let all = holdings(log);
+    let mut judged = 0_usize;
+    let mut violations: Vec<(String, HistorySlice)> = Vec::new();
+    for holding in &all {
+        let Some(acquire) = acquires.get(holding.owner.as_str()).and_then(|ops| {
+            ops.iter()
+                .copied()
+                .filter(|op| op.invoke_ms <= holding.start_ms.saturating_add(limits.tolerance_ms))
+                .max_by_key(|op| (op.invoke_ms, op.id))
+        }) else {
+            continue;
+        };
+        judged += 1;
+        let Some((end_ms, end_index)) = holding.end else {
+            continue;
+        };
+        let taken_by = match &log[end_index].change {
+            OwnershipChange::Expired { .. } => None,
+            OwnershipChange::Overwritten { to, .. } if *to != holding.owner => Some(to.as_str()),
+            _ => continue,
+        };
+        let worker = acquire.worker.as_str();
+        let Some(report_ms) = still_working(history, acquire, end_ms) else {
+            continue;
+        };
+        let held_ms = holding.duration_ms(history.end_ms);
+        if held_ms.saturating_add(limits.tolerance_ms) >= limits.hold_ms_max {
+            continue;
+        }
+        let renewals = own_ops(history, acquire)
+            .filter(|op| op.is_successful_renew())
+            .count();
+        if renewals >= limits.renewals_max as usize {
+            continue;
+        }
+        let watched_from_ms = end_ms
+            .saturating_sub(limits.lease_ms + limits.tolerance_ms)
+            .max(holding.start_ms);
+        if unhealthy(history, worker, watched_from_ms, end_ms).is_some() {
+            continue;
+        }
+        let last_ms = own_ops(history, acquire)
+            .filter(|op| may_extend(op) && op.invoke_ms <= end_ms)
+            .map(|op| op.invoke_ms)
+            .max()
+            .unwrap_or(acquire.invoke_ms)
+            .max(acquire.invoke_ms);
+        let how = match taken_by {
+            None => "expired".to_owned(),
+            Some(other) => format!("was overwritten by owner {}", owner_text(other)),
+        };
+        let working = match report_ms {
+            Some(at_ms) => format!("it reported its job at {at_ms} ms"),
+            None => "it was still working when the run ended".to_owned(),
+        };
+        let explanation = format!(
+            "{worker}'s lease (owner {}) {how} at {end_ms} ms while its job still ran ({working}) \
+             and its Redis path was healthy: held {held_ms} ms of a {} ms maximum, the last \
+             moment it could have been extended was {last_ms} ms — a gap of {} ms against a \
+             lease of {} ms",
+            owner_text(&holding.owner),
+            limits.hold_ms_max,
+            end_ms.saturating_sub(last_ms),
+            limits.lease_ms,
+        );
+        let slice = HistorySlice::default()
+            .with_op(acquire)
+            .with_ownership(holding.start_index, &log[holding.start_index])
+            .with_ownership(end_index, &log[end_index]);
+        violations.push((explanation, slice));
+    }
+    if judged == 0 {
+        return Verdict::not_exercised(PROPERTY, "no lock holding had a known holder");
+    }
+    let total = violations.len();
+    match violations.into_iter().next() {
+        Some((explanation, slice)) => {
+            Verdict::violated(PROPERTY, format!("{explanation}{}", more(total)), slice)
+        }
+        None => Verdict::held(
+            PROPERTY,
+            format!(
+                "{judged} holdings with a known holder; none lapsed under a working holder \
+                 with healthy paths before the hold limit"
+            ),
+        ),
+    }
+}
+
+/// The ops of `acquire`'s worker with its owner token, from the acquire on.
+fn own_ops<'h>(history: &'h History, acquire: &'h Op) -> impl Iterator<Item = &'h Op> + 'h {
+    history.ops.iter().filter(move |op| {
+        op.worker == acquire.worker
+            && op.owner == acquire.owner
+            && op.invoke_ms >= acquire.invoke_ms
+    })
+}
+
+/// Whether `op` may have extended its owner's key.
+fn may_extend(op: &Op) -> bool {
+    matches!(
+        (&op.kind, &op.outcome),
+        (OpKind::Acquire, _)
+            | (OpKind::Command, Outcome::Ok(_))
+            | (OpKind::Renew, Outcome::Ok(OkValue::Renewed))
+    )
+}
+
+/// `Some(report time)` when `acquire`'s worker was still on that job at
+/// `end_ms`: it had not crashed and had not reported the job by then (plus
+/// the tolerance); `Some(None)` when it never reported before the run
+/// ended. `None` when the job was over.
+fn still_working(history: &History, acquire: &Op, end_ms: u64) -> Option<Option<u64>> {
+    let crashed = history.faults.iter().any(|f| {
+        f.crash && f.worker.as_deref() == Some(acquire.worker.as_str()) && f.at_ms <= end_ms
+    });
+    if crashed {
+        return None;
+    }
+    let report_ms = history
+        .ops
+        .iter()
+        .filter(|op| op.worker == acquire.worker && matches!(op.kind, OpKind::Report { .. }))
+        .map(|op| op.invoke_ms)
+        .filter(|&at_ms| at_ms >= acquire.invoke_ms)
+        .min();
+    let bound_ms = end_ms.saturating_add(history.limits.tolerance_ms);
+    match report_ms {
+        Some(at_ms) if at_ms > bound_ms => Some(Some(at_ms)),
+        Some(_) => None,
+        None if history.end_ms > bound_ms => Some(None),
+        None => None,
+    }
+}
+
+/// A fault that made `worker`'s Redis path unhealthy at some point in
+/// `[from_ms, to_ms]`, if any.
+fn unhealthy<'h>(
+    history: &'h History,
+    worker: &str,
+    from_ms: u64,
+    to_ms: u64,
+) -> Option<&'h Fault> {
+    let mine = |fault: &Fault| {
+        matches!(
+            fault,
+            Fault::PauseWorker(_)
+                | Fault::PartitionRedis(_)
+                | Fault::DropRedisReplies(_)
+                | Fault::RedisLatency { .. }
+                | Fault::StopRedis
+        )
+    };
+    for (index, record) in history.faults.iter().enumerate() {
+        let fault = &record.fault;
+        let concerns = record.worker.is_none() || record.worker.as_deref() == Some(worker);
+        if !concerns {
+            continue;
+        }
+        // Moments that move or empty Redis: a lease across one is the
+        // server's to lose.
+        if matches!(fault, Fault::FailOver | Fault::RestartRedis) {
+            let until_ms = record.at_ms.saturating_add(history.limits.lease_ms);
+            if record.at_ms <= to_ms && from_ms <= until_ms {
+                return Some(fault);
+            }
+            continue;
+        }
+        if !(fault.opens_window() && mine(fault)) {
+            continue;
+        }
+        let closed_ms = history.faults[index + 1..]
+            .iter()
+            .find(|later| fault.closed_by(&later.fault))
+            .map_or(u64::MAX, |later| later.at_ms);
+        if record.at_ms <= to_ms && from_ms <= closed_ms {
+            return Some(fault);
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::history::{HistoryBuilder, JobReport, Limits};
+    use crate::verdict::Status;
+
+    fn builder() -> HistoryBuilder {
+        HistoryBuilder::new(
+            "r",
+            Limits {
+                lease_ms: 1_000,
+                hold_ms_max: 3_000,
+                renewals_max: 20,
+                tolerance_ms: 20,
+            },
+        )
+    }
+
+    #[test]
+    fn a_renewed_lease_held_to_the_release_holds() {
+        let history = builder()
+            .acquired("w0", "a", (0, 10), 1)
+            .set(10, "a")
+            .renewed("w0", "a", (300, 310))
+            .renewed("w0", "a", (600, 610))
+            .released("w0", "a", (900, 910), true)
+            .deleted(905, "a")
+            .report("w0", Some("j"), JobReport::Success, 910)
+            .build();
+        let verdict = check(&history);
+        assert_eq!(verdict.status, Status::Held, "{}", verdict.explanation);
+    }
+
+    #[test]
+    fn a_lease_that_lapses_under_a_healthy_working_holder_is_caught() {
+        // Renews once, too late for the lease, and the job runs on.
+        let history = builder()
+            .acquired("w0", "a", (0, 10), 1)
+            .set(10, "a")
+            .renewed("w0", "a", (400, 410))
+            .expired(1_410, "a")
+            .report("w0", Some("j"), JobReport::Success, 2_000)
+            .build();
+        let verdict = check(&history);
+        assert_eq!(verdict.status, Status::Violated, "{}", verdict.explanation);
+        assert!(
+            verdict
+                .explanation
+                .starts_with("w0's lease (owner a) expired at 1410 ms while its job still ran"),
+            "{}",
+            verdict.explanation
+        );
+        assert!(
+            verdict.explanation.contains("a gap of 1010 ms"),
+            "{}",
+            verdict.explanation
+        );
+    }
+
+    #[test]
+    fn a_lapse_during_a_pause_is_the_faults_doing() {
+        let history = builder()
+            .acquired("w0", "a", (0, 10), 1)
+            .set(10, "a")
+            .fault(100, Fault::PauseWorker(0))
+            .expired(1_010, "a")
+            .fault(2_000, Fault::ResumeWorker(0))
+            .report("w0", Some("j"), JobReport::OwnershipLost, 2_100)
+            .build();
+        assert_eq!(check(&history).status, Status::Held);
+    }
+
+    #[test]
+    fn the_hold_limit_lets_the_lease_go() {
+        let mut b = builder().acquired("w0", "a", (0, 10), 1).set(10, "a");
+        for n in 1..10_u64 {
+            b = b.renewed("w0", "a", (n * 300, n * 300 + 10));
+        }
+        let history = b
+            .expired(3_010, "a")
+            .report("w0", Some("j"), JobReport::OwnershipLost, 5_000)
+            .build();
+        assert_eq!(check(&history).status, Status::Held);
+    }
+
+    #[test]
+    fn a_holding_without_a_known_holder_is_not_exercised() {
+        let history = builder().set(10, "a").expired(1_010, "a").build();
+        assert_eq!(check(&history).status, Status::NotExercised);
+    }
+}

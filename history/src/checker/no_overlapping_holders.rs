@@ -1,0 +1,397 @@
+//! `no-overlapping-holders`: no two workers write to one resource while
+//! both hold unexpired leases on it.
+//!
+//! This is mutual exclusion as a team means it: at no moment do two
+//! workers each believe, rightly by their lease's terms, that the resource
+//! is theirs, and act on it. Fences make such a moment *safe* for the data;
+//! this property says whether the *lock* let it happen at all.
+//!
+//! **Leases.** Every acquisition — an `Acquire` answered `Acquired` (at the
+//! whole-worker level: the server showed the worker's token on the key) —
+//! starts a lease for its worker and owner token. The lease is valid from
+//! the answer until `lease_ms` after the latest moment the client can have
+//! counted from: the acquire's invoke, each confirmed `Renew` of that token
+//! by that worker, and (whole-worker level) each of its token-carrying
+//! `Command`s sent while the server still held its key. A lease is never
+//! valid across a gap: a renewal after it lapsed starts a new stretch. An
+//! expired lease is not held. It ends early at the worker's own release
+//! (the `Release` invoke), or when the server ended its holding by the
+//! worker's own doing, by expiry, or by losing it (`Lost`: the server died
+//! with the key; that a failover can then hand the lock out twice is a fact
+//! of asynchronous replication — only fences make it safe, and
+//! `stale-owner-rejected` judges them). A holding another worker's command
+//! ended (deleted or overwritten) does **not** end the victim's lease: the
+//! victim cannot know, and keeps acting.
+//!
+//! **The rule.** A write invoked by worker `A` under a valid lease, while
+//! another worker `B` also held a valid lease under which `B` wrote, is a
+//! violation. No correct lock allows it on a server that keeps its state:
+//! the second acquire can only succeed once the first key is gone, by
+//! expiry (which the server counts from after the client's invoke, so after
+//! the client's own validity), by the holder's own release, or by a bug.
+//!
+//! Real bugs it catches: `SET` without `NX` (or a misread "nil" reply taken
+//! as success), owner tokens shared between workers, an unlock that deletes
+//! another worker's key so a third worker acquires beside its victim. With
+//! no write under two valid leases it holds; with no write under a lease
+//! at all it is not exercised.
+
+use std::collections::BTreeMap;
+
+use super::more;
+use crate::history::{History, OkValue, Op, OpKind, Outcome, OwnershipChange};
+use crate::property::Property;
+use crate::verdict::{owner_text, HistorySlice, Verdict};
+
+const PROPERTY: Property = Property::NoOverlappingHolders;
+
+/// Most stretches one acquisition's lease is split into (each renewal
+/// after a gap starts one); more are merged into the last.
+const STRETCHES_MAX: usize = 1_024;
+
+/// One acquisition's lease: who, and the stretches it was valid.
+#[derive(Debug)]
+struct Lease<'h> {
+    acquire: &'h Op,
+    worker: &'h str,
+    owner: &'h str,
+    /// `[from_ms, until_ms)` stretches, in time order.
+    stretches: Vec<(u64, u64)>,
+}
+
+impl Lease<'_> {
+    /// The stretch containing `at_ms`, if the lease was valid then.
+    fn stretch_at(&self, at_ms: u64) -> Option<(u64, u64)> {
+        self.stretches
+            .iter()
+            .copied()
+            .find(|&(from_ms, until_ms)| from_ms <= at_ms && at_ms < until_ms)
+    }
+}
+
+/// Judges `no-overlapping-holders`.
+pub(super) fn check(history: &History) -> Verdict {
+    let leases = leases(history);
+    // Writes under a valid lease, with the lease and its stretch.
+    let mut covered: Vec<(&Op, usize, (u64, u64))> = Vec::new();
+    for op in &history.ops {
+        if !matches!(op.kind, OpKind::Write { .. }) {
+            continue;
+        }
+        let Some(owner) = op.owner.as_deref() else {
+            continue;
+        };
+        let found = leases.iter().enumerate().find_map(|(index, lease)| {
+            (lease.worker == op.worker && lease.owner == owner)
+                .then(|| lease.stretch_at(op.invoke_ms).map(|s| (index, s)))
+                .flatten()
+        });
+        if let Some((index, stretch)) = found {
+            covered.push((op, index, stretch));
+        }
+    }
+    if covered.is_empty() {
+        return Verdict::not_exercised(PROPERTY, "no write was made under a valid lease");
+    }
+    covered.sort_by_key(|(op, _, _)| (op.invoke_ms, op.id));
+    let mut violations: Vec<(&Op, &Op, usize, usize)> = Vec::new();
+    for &(write, index, _) in &covered {
+        let lease = &leases[index];
+        // Another worker's lease valid at this write, under which it wrote.
+        let other = covered
+            .iter()
+            .find(|&&(other_write, other_index, stretch)| {
+                let other_lease = &leases[other_index];
+                other_lease.worker != lease.worker
+                    && stretch.0 <= write.invoke_ms
+                    && write.invoke_ms < stretch.1
+                    && other_write.id != write.id
+            });
+        if let Some(&(other_write, other_index, _)) = other {
+            violations.push((write, other_write, index, other_index));
+        }
+    }
+    let Some(&(write, other_write, index, other_index)) = violations.first() else {
+        return Verdict::held(
+            PROPERTY,
+            format!(
+                "{} writes under a valid lease; no two workers' leases were valid at once \
+                 while both wrote",
+                covered.len()
+            ),
+        );
+    };
+    let (lease, other) = (&leases[index], &leases[other_index]);
+    let explanation = format!(
+        "{} wrote at {} ms under its lease (owner {}, acquired at {} ms) while {} also held an \
+         unexpired lease (owner {}, acquired at {} ms) and wrote under it at {} ms: two holders \
+         acted on the resource at once{}",
+        write.worker,
+        write.invoke_ms,
+        owner_text(lease.owner),
+        lease.acquire.end_or(history.end_ms),
+        other.worker,
+        owner_text(other.owner),
+        other.acquire.end_or(history.end_ms),
+        other_write.invoke_ms,
+        more(violations.len()),
+    );
+    let slice = HistorySlice::default()
+        .with_op(other.acquire)
+        .with_op(lease.acquire)
+        .with_op(other_write)
+        .with_op(write);
+    Verdict::violated(PROPERTY, explanation, slice)
+}
+
+/// Every acquisition's lease (see the module doc).
+fn leases(history: &History) -> Vec<Lease<'_>> {
+    let lease_ms = history.limits.lease_ms;
+    let mut by_token: BTreeMap<(&str, &str), Vec<&Op>> = BTreeMap::new();
+    for op in &history.ops {
+        if let Some(owner) = op.owner.as_deref() {
+            by_token
+                .entry((op.worker.as_str(), owner))
+                .or_default()
+                .push(op);
+        }
+    }
+    let all = history
+        .redis_truth
+        .as_deref()
+        .map(super::holdings::holdings);
+    // Whether the server held `owner`'s key at a moment (always, without
+    // the log: then no command is doubted).
+    let held = |owner: &str, at_ms: u64| {
+        all.as_ref().is_none_or(|all| {
+            all.iter()
+                .filter(|h| h.owner == owner)
+                .any(|h| h.start_ms <= at_ms && h.end.is_none_or(|(end_ms, _)| at_ms <= end_ms))
+        })
+    };
+    let mut leases = Vec::new();
+    for ((worker, owner), mut ops) in by_token {
+        ops.sort_by_key(|op| (op.invoke_ms, op.id));
+        let acquires: Vec<&Op> = ops
+            .iter()
+            .copied()
+            .filter(|op| op.acquired_fence().is_some())
+            .collect();
+        for (n, &acquire) in acquires.iter().enumerate() {
+            let start_ms = acquire.end_or(history.end_ms);
+            // The next acquisition of the same token starts its own lease.
+            let next_ms = acquires.get(n + 1).map_or(u64::MAX, |a| a.invoke_ms);
+            let mut counted_from: Vec<u64> = vec![acquire.invoke_ms];
+            let mut cut_ms = next_ms;
+            for op in ops.iter().filter(|op| op.invoke_ms >= acquire.invoke_ms) {
+                if op.invoke_ms >= next_ms {
+                    break;
+                }
+                match (&op.kind, &op.outcome) {
+                    (OpKind::Renew, Outcome::Ok(OkValue::Renewed)) => {
+                        counted_from.push(op.invoke_ms);
+                    }
+                    (OpKind::Command, Outcome::Ok(_)) if held(owner, op.invoke_ms) => {
+                        counted_from.push(op.invoke_ms);
+                    }
+                    (OpKind::Release, _) if op.id != acquire.id => {
+                        cut_ms = cut_ms.min(op.invoke_ms);
+                    }
+                    _ => {}
+                }
+            }
+            cut_ms = cut_ms.min(own_end(history, owner, start_ms));
+            let mut stretches: Vec<(u64, u64)> = Vec::new();
+            for from_ms in counted_from {
+                let from_ms = from_ms.max(start_ms);
+                let until_ms = from_ms.saturating_add(lease_ms).min(cut_ms);
+                if from_ms >= until_ms {
+                    continue;
+                }
+                let full = stretches.len() >= STRETCHES_MAX;
+                match stretches.last_mut() {
+                    Some(last) if from_ms <= last.1 => last.1 = last.1.max(until_ms),
+                    Some(last) if full => last.1 = until_ms,
+                    _ => stretches.push((from_ms, until_ms)),
+                }
+            }
+            leases.push(Lease {
+                acquire,
+                worker,
+                owner,
+                stretches,
+            });
+        }
+    }
+    leases
+}
+
+/// When the server ended `owner`'s holding that was live at `after_ms` by
+/// the owner's own doing, by expiry or by losing it — not by another
+/// worker's command (see the module doc). `u64::MAX` if it did not.
+fn own_end(history: &History, owner: &str, after_ms: u64) -> u64 {
+    let Some(log) = &history.redis_truth else {
+        return u64::MAX;
+    };
+    let in_own_window = |at_ms: u64| {
+        history.ops.iter().any(|op| {
+            op.is_owner(owner)
+                && matches!(op.kind, OpKind::Release | OpKind::Command | OpKind::Acquire)
+                && op.invoke_ms <= at_ms
+                && at_ms <= op.end_or(history.end_ms)
+        })
+    };
+    log.iter()
+        .filter(|record| record.at_ms >= after_ms)
+        .filter_map(|record| match &record.change {
+            OwnershipChange::Expired { owner: o } | OwnershipChange::Lost { owner: o }
+                if o == owner =>
+            {
+                Some(record.at_ms)
+            }
+            OwnershipChange::Deleted { owner: o } if o == owner && in_own_window(record.at_ms) => {
+                Some(record.at_ms)
+            }
+            _ => None,
+        })
+        .min()
+        .unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::history::{HistoryBuilder, Limits, OkValue as V};
+    use crate::verdict::Status;
+
+    fn builder() -> HistoryBuilder {
+        HistoryBuilder::new(
+            "r",
+            Limits {
+                lease_ms: 1_000,
+                hold_ms_max: 3_000,
+                renewals_max: 20,
+                tolerance_ms: 20,
+            },
+        )
+    }
+
+    #[test]
+    fn one_holder_at_a_time_holds() {
+        let history = builder()
+            .acquired("w0", "a", (0, 10), 1)
+            .set(10, "a")
+            .write("w0", "a", 1, None, (100, 110), V::WriteAccepted)
+            .released("w0", "a", (120, 130), true)
+            .deleted(125, "a")
+            .acquired("w1", "b", (140, 150), 2)
+            .set(150, "b")
+            .write("w1", "b", 2, None, (200, 210), V::WriteAccepted)
+            .build();
+        let verdict = check(&history);
+        assert_eq!(verdict.status, Status::Held, "{}", verdict.explanation);
+    }
+
+    #[test]
+    fn a_second_holder_beside_an_unexpired_lease_is_caught() {
+        // SET without NX: w1 overwrites w0's key while w0's lease runs.
+        let history = builder()
+            .acquired("w0", "a", (0, 10), 1)
+            .set(10, "a")
+            .acquired("w1", "b", (100, 110), 2)
+            .redis(
+                110,
+                OwnershipChange::Overwritten {
+                    from: "a".into(),
+                    to: "b".into(),
+                },
+            )
+            .write("w1", "b", 2, None, (200, 210), V::WriteAccepted)
+            .write("w0", "a", 1, None, (300, 310), V::WriteAccepted)
+            .build();
+        let verdict = check(&history);
+        assert_eq!(verdict.status, Status::Violated, "{}", verdict.explanation);
+        assert!(
+            verdict.explanation.starts_with("w1 wrote at 200 ms"),
+            "{}",
+            verdict.explanation
+        );
+        assert!(
+            verdict.explanation.contains("w0 also held"),
+            "{}",
+            verdict.explanation
+        );
+    }
+
+    #[test]
+    fn an_expired_lease_is_not_held() {
+        // w0 paused past its lease: its late write is the fence's business.
+        let history = builder()
+            .acquired("w0", "a", (0, 10), 1)
+            .set(10, "a")
+            .expired(1_010, "a")
+            .acquired("w1", "b", (1_100, 1_110), 2)
+            .set(1_110, "b")
+            .write("w1", "b", 2, None, (1_200, 1_210), V::WriteAccepted)
+            .write(
+                "w0",
+                "a",
+                1,
+                None,
+                (1_300, 1_310),
+                V::WriteStale { last_fence: 2 },
+            )
+            .build();
+        let verdict = check(&history);
+        assert_eq!(verdict.status, Status::Held, "{}", verdict.explanation);
+    }
+
+    #[test]
+    fn a_lease_the_server_lost_is_not_the_locks_fault() {
+        let history = builder()
+            .acquired("w0", "a", (0, 10), 1)
+            .set(10, "a")
+            .redis(100, OwnershipChange::Lost { owner: "a".into() })
+            .acquired("w1", "b", (200, 210), 2)
+            .set(210, "b")
+            .write("w1", "b", 2, None, (300, 310), V::WriteAccepted)
+            .write(
+                "w0",
+                "a",
+                1,
+                None,
+                (400, 410),
+                V::WriteStale { last_fence: 2 },
+            )
+            .build();
+        let verdict = check(&history);
+        assert_eq!(verdict.status, Status::Held, "{}", verdict.explanation);
+    }
+
+    #[test]
+    fn a_renewal_keeps_the_lease_and_a_release_ends_it() {
+        // w0 renews at 800 (valid to 1800) and releases at 1000; w1 then
+        // acquires and writes: w0's lease ended at its own release.
+        let history = builder()
+            .acquired("w0", "a", (0, 10), 1)
+            .set(10, "a")
+            .renewed("w0", "a", (800, 810))
+            .write("w0", "a", 1, None, (900, 910), V::WriteAccepted)
+            .released("w0", "a", (1_000, 1_010), true)
+            .deleted(1_005, "a")
+            .acquired("w1", "b", (1_020, 1_030), 2)
+            .set(1_030, "b")
+            .write("w1", "b", 2, None, (1_100, 1_110), V::WriteAccepted)
+            .build();
+        assert_eq!(check(&history).status, Status::Held);
+    }
+
+    #[test]
+    fn no_write_under_a_lease_is_not_exercised() {
+        let history = builder()
+            .acquired("w0", "a", (0, 10), 1)
+            .set(10, "a")
+            .build();
+        assert_eq!(check(&history).status, Status::NotExercised);
+    }
+}
