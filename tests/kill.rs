@@ -8,9 +8,10 @@
 //! report. A SIGINT or SIGTERM must stop a run within 10 s with exit 130 or
 //! 143; the times are printed.
 //!
-//! Also here: a simulation run stopped by SIGINT writes nothing and exits
-//! 130; a real run that hangs is stopped by its own timeout (exit 124) and
-//! its servers are torn down.
+//! Also here: a second SIGINT exits at once and the local servers still
+//! die with the process; a simulation run stopped by SIGINT writes nothing
+//! and exits 130; a real run that hangs is stopped by its own timeout (exit
+//! 124) and its servers are torn down.
 //!
 //! Needs what `scripts/test` provides: `redis-server` and PostgreSQL
 //! installed, a Docker engine and the image `scripts/images` builds. The
@@ -389,6 +390,42 @@ fn killed_local_runs_leave_nothing_and_the_next_run_is_green() {
 fn killed_container_runs_leave_nothing_and_the_next_run_is_green() {
     println!("kill points seed {} (REDFENCE_KILL_SEED)", seed());
     kill_runs("containers", (200, 5_000));
+}
+
+#[test]
+fn a_second_sigint_exits_at_once_and_still_leaves_no_process() {
+    let dir = scratch("twice");
+    let log = dir.join("twice.log");
+    let mut child = real_run("local", &dir, "twice")
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).expect("log file"))
+        .spawn()
+        .expect("start redfence");
+    let pid = child.id();
+    // Servers up (a local start takes ~2 s), the run under way.
+    std::thread::sleep(Duration::from_millis(3_000));
+    let before = tree(pid);
+    assert!(before.len() > 2, "servers run: {before:?}");
+    for _ in 0..2 {
+        // SAFETY: kill on our own unreaped child.
+        unsafe {
+            libc::kill(pid as libc::pid_t, libc::SIGINT);
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let (code, _, took) = wait_exit(&mut child, STOP_LIMIT);
+    let stderr = std::fs::read_to_string(&log).unwrap_or_default();
+    println!(
+        "two SIGINTs: code {code:?} in {:.2} s: {stderr}",
+        took.as_secs_f64()
+    );
+    assert_eq!(code, Some(130), "{stderr}");
+    assert!(stderr.contains("SIGINT again; exiting now"), "{stderr}");
+    // The servers die with the process (PR_SET_PDEATHSIG).
+    let left = wait_vanished(&before, VANISH_LIMIT);
+    assert!(left.is_empty(), "left: {left:?}");
+    assert_no_partial_outputs(&dir, "twice");
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

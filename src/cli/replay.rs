@@ -43,6 +43,8 @@ pub fn replay(args: ReplayArgs) -> Result<ExitCode, CliError> {
     if let Some(dir) = &args.out.out {
         super::report::check_dir_writable(dir)?;
     }
+    // A real replay that hangs is stopped by its own timeout (exit 124).
+    let _watchdog = super::run::watchdog(&args.world, None)?;
     let worlds = super::world(&args.world)?;
     let scenario: std::sync::Arc<dyn redfence_scenarios::scenario::Scenario> =
         match (&args.schedule, args.scenario.as_str()) {
