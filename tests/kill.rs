@@ -162,6 +162,11 @@ fn run_folders(tmp: &Path) -> Vec<String> {
 }
 
 /// `redfence run` of one short real scenario, writing a report and JSON.
+///
+/// The protocol is `reference-steps`, the reference lock under the
+/// harness's step-level flow: what is tested here is the cleanup and that
+/// the next run works; the whole-worker `reference`'s own verdicts on real
+/// servers are `scenarios/tests/real_world.rs`'s to check.
 fn real_run(provider: &str, dir: &Path, name: &str) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_redfence"));
     command
@@ -172,7 +177,7 @@ fn real_run(provider: &str, dir: &Path, name: &str) -> Command {
             "--scenario",
             "mutual-exclusion",
             "--protocol",
-            "reference",
+            "reference-steps",
             "--seed",
             "1",
             "--out",

@@ -44,6 +44,8 @@ const WATCHDOG_POLL: Duration = Duration::from_millis(200);
 static OUTPUTS: Mutex<()> = Mutex::new(());
 /// The first signal received (0: none).
 static RECEIVED: AtomicI32 = AtomicI32::new(0);
+/// Set when a stop (a signal's or the watchdog's) has begun.
+static STOPPING: AtomicBool = AtomicBool::new(false);
 
 /// Blocks SIGINT and SIGTERM in this thread (and so in every thread started
 /// after it) and starts the thread that takes them. Call first in `main`.
@@ -119,14 +121,15 @@ fn take_signals(set: libc::sigset_t) {
     }
 }
 
-/// Whether a signal has asked the command to stop.
+/// Whether a stop has begun: a signal's, or the watchdog's.
 pub fn interrupted() -> bool {
-    RECEIVED.load(Ordering::SeqCst) != 0
+    STOPPING.load(Ordering::SeqCst) || RECEIVED.load(Ordering::SeqCst) != 0
 }
 
 /// Waits (bounded) for a stop in progress to end the process: a command
-/// whose work returned because a signal tore its servers down prints and
-/// writes nothing of that interrupted work. Returns at once when no signal
+/// whose work returned because a stop tore its servers down prints and
+/// writes nothing of that interrupted work, and its exit code is the
+/// stop's. Returns at once when no signal
 /// came.
 pub fn park_if_interrupted() {
     if !interrupted() {
@@ -146,6 +149,9 @@ pub fn output_guard() -> MutexGuard<'static, ()> {
 /// Stops writes, tears down what the command started, says what it did,
 /// and exits with `code`.
 fn stop_and_exit(code: i32) -> ! {
+    // First: the command's own threads, seeing their servers vanish, must
+    // wait for this exit rather than report and exit on their own.
+    STOPPING.store(true, Ordering::SeqCst);
     let waited = Instant::now();
     let mut held = None;
     while held.is_none() {
