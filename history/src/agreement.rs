@@ -132,3 +132,81 @@ pub fn compare(sim: &Sweep, real: &Sweep) -> Vec<Row> {
     }
     rows
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::{Metrics, RunRecord, WorldKind};
+    use crate::sweep::{CellAcc, ProtocolInfo, ScenarioInfo, SCHEMA_VERSION};
+    use crate::verdict::{Status, Verdict};
+
+    /// A one-cell sweep of `s` × `p` whose one run has `status` for every
+    /// property.
+    fn sweep(world: WorldKind, status: Status) -> Sweep {
+        let verdicts = Property::ALL
+            .iter()
+            .map(|&p| match status {
+                Status::Held => Verdict::held(p, "x"),
+                Status::Undecided => Verdict::undecided(p, "x"),
+                _ => Verdict::not_exercised(p, "x"),
+            })
+            .collect();
+        let record = RunRecord {
+            scenario: "s".to_owned(),
+            protocol: "p".to_owned(),
+            world,
+            seed: 0,
+            params: Vec::new(),
+            verdicts,
+            history: None,
+            metrics: Metrics::default(),
+            error: None,
+            replay: "r".to_owned(),
+        };
+        let mut acc = CellAcc::new();
+        acc.add(1, record, &[]);
+        Sweep {
+            schema_version: SCHEMA_VERSION,
+            world,
+            seed_first: 0,
+            seeds: 1,
+            shard: None,
+            scenarios: vec![ScenarioInfo {
+                name: "s".to_owned(),
+                description: "d".to_owned(),
+                targets: Vec::new(),
+                params: Vec::new(),
+            }],
+            protocols: vec![ProtocolInfo {
+                name: "p".to_owned(),
+                description: "d".to_owned(),
+            }],
+            cells: vec![acc.finish(world, "s", "p")],
+            mutants: Vec::new(),
+            provenance: None,
+        }
+    }
+
+    fn compared(sim: Status, real: Status) -> Compared {
+        let rows = compare(&sweep(WorldKind::Sim, sim), &sweep(WorldKind::Real, real));
+        rows[0].properties[0].1
+    }
+
+    #[test]
+    fn not_exercised_agrees_without_reading_as_both_held() {
+        assert_eq!(compared(Status::Held, Status::Held), Compared::BothHeld);
+        for (sim, real) in [
+            (Status::NotExercised, Status::NotExercised),
+            (Status::Held, Status::NotExercised),
+            (Status::NotExercised, Status::Held),
+        ] {
+            let c = compared(sim, real);
+            assert_eq!(c, Compared::NotExercised, "{sim:?} / {real:?}");
+            assert!(!c.disagrees());
+        }
+        assert_eq!(
+            compared(Status::NotExercised, Status::Undecided),
+            Compared::RealUndecided
+        );
+    }
+}
