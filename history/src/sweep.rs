@@ -264,10 +264,37 @@ impl Sweep {
             .collect()
     }
 
+    /// The properties no seed of `protocol`'s cells gave anything to judge
+    /// (in [`Property::ALL`] order; empty if the protocol ran nowhere): a
+    /// summary must not count them as held.
+    pub fn never_exercised(&self, protocol: &str) -> Vec<Property> {
+        let cells: Vec<&Cell> = self
+            .cells
+            .iter()
+            .filter(|c| c.protocol == protocol)
+            .collect();
+        if cells.is_empty() {
+            return Vec::new();
+        }
+        Property::ALL
+            .into_iter()
+            .filter(|&p| {
+                cells.iter().all(|c| {
+                    c.tallies
+                        .iter()
+                        .find(|t| t.property == p)
+                        .is_none_or(|t| !t.exercised())
+                })
+            })
+            .collect()
+    }
+
     /// The sweep in one line: per protocol that had to pass, how many
-    /// scenarios it held; for the mutants, how many promised catches
+    /// scenarios it held (violated nothing in) and which properties no
+    /// scenario exercised; for the mutants, how many promised catches
     /// happened (`my-lock: 10/12 scenarios held (failed:
-    /// stale-worker-pause, late-unlock)`).
+    /// stale-worker-pause, late-unlock) (never exercised:
+    /// unfenced-stale-write)`).
     pub fn verdict_line(&self) -> String {
         let mut parts = Vec::new();
         for protocol in &self.protocols {
@@ -292,6 +319,14 @@ impl Sweep {
             );
             if !failed.is_empty() {
                 part.push_str(&format!(" (failed: {})", failed.join(", ")));
+            }
+            let idle: Vec<&str> = self
+                .never_exercised(&protocol.name)
+                .into_iter()
+                .map(Property::name)
+                .collect();
+            if !idle.is_empty() {
+                part.push_str(&format!(" (never exercised: {})", idle.join(", ")));
             }
             parts.push(part);
         }
@@ -623,6 +658,50 @@ mod tests {
         );
         let score = score(m, &[missed, caught]);
         assert_eq!((score.promised, score.caught), (2, 1));
+    }
+
+    #[test]
+    fn the_verdict_line_names_what_was_never_exercised() {
+        let mut held_once = run(Status::NotExercised, &[]);
+        held_once.verdicts[0] = Verdict::held(Property::ALL[0], "x");
+        let cells = vec![
+            cell(
+                protocol::REFERENCE,
+                scenario::MUTUAL_EXCLUSION,
+                vec![held_once],
+            ),
+            cell(
+                protocol::REFERENCE,
+                scenario::LATE_UNLOCK,
+                vec![run(Status::NotExercised, &[])],
+            ),
+        ];
+        let sweep = Sweep {
+            schema_version: SCHEMA_VERSION,
+            world: WorldKind::Sim,
+            seed_first: 0,
+            seeds: 1,
+            shard: None,
+            scenarios: Vec::new(),
+            protocols: vec![ProtocolInfo {
+                name: protocol::REFERENCE.to_owned(),
+                description: "d".to_owned(),
+            }],
+            cells,
+            mutants: Vec::new(),
+            provenance: None,
+        };
+        let idle = sweep.never_exercised(protocol::REFERENCE);
+        assert_eq!(idle, Property::ALL[1..].to_vec());
+        let line = sweep.verdict_line();
+        assert!(
+            line.starts_with(
+                "reference: 2/2 scenarios held (never exercised: stale-owner-rejected, "
+            ),
+            "{line}"
+        );
+        assert!(!line.contains(Property::ALL[0].name()), "{line}");
+        assert!(sweep.never_exercised("absent").is_empty());
     }
 
     #[test]

@@ -80,28 +80,10 @@ pub fn verdict_class(status: Status) -> &'static str {
     }
 }
 
-/// The properties no seed of `protocol`'s cells gave anything to judge (in
-/// [`Property::ALL`] order): a summary must not count them as held.
+/// The properties no seed of `protocol`'s cells gave anything to judge (see
+/// [`Sweep::never_exercised`]): a summary must not count them as held.
 pub fn never_exercised(sweep: &Sweep, protocol: &str) -> Vec<Property> {
-    let cells: Vec<&Cell> = sweep
-        .cells
-        .iter()
-        .filter(|c| c.protocol == protocol)
-        .collect();
-    if cells.is_empty() {
-        return Vec::new();
-    }
-    Property::ALL
-        .into_iter()
-        .filter(|&p| {
-            cells.iter().all(|c| {
-                c.tallies
-                    .iter()
-                    .find(|t| t.property == p)
-                    .is_none_or(|t| !t.exercised())
-            })
-        })
-        .collect()
+    sweep.never_exercised(protocol)
 }
 
 /// The properties a cell's seeds never gave anything to judge.
