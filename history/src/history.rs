@@ -99,6 +99,10 @@ pub struct Limits {
     pub renewals_max: u32,
     /// Slack for clock granularity and network delay, added to every time bound.
     pub tolerance_ms: u64,
+    /// How long one acquire may keep retrying before it gives up (0 in
+    /// histories written before it was recorded: then only the lease counts).
+    #[serde(default)]
+    pub acquire_deadline_ms: u64,
 }
 
 /// One operation: invoke, completion and outcome, as the worker saw it.
@@ -774,6 +778,7 @@ mod tests {
             hold_ms_max: 5_000,
             renewals_max: 5,
             tolerance_ms: 10,
+            acquire_deadline_ms: 10_000,
         }
     }
 

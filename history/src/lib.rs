@@ -13,7 +13,8 @@
 //! ```
 //! use redfence_history::{check, FenceOutcome, HistoryBuilder, Limits, OkValue, Property, Status};
 //!
-//! let limits = Limits { lease_ms: 1_000, hold_ms_max: 5_000, renewals_max: 3, tolerance_ms: 10 };
+//! let limits = Limits { lease_ms: 1_000, hold_ms_max: 5_000, renewals_max: 3, tolerance_ms: 10,
+//!     acquire_deadline_ms: 10_000 };
 //! // A stale owner's write lands after its successor's: a store without a fence check.
 //! let history = HistoryBuilder::new("account-7", limits)
 //!     .acquired("w1", "o1", (0, 5), 1)

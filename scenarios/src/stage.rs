@@ -12,12 +12,13 @@ use std::sync::Arc;
 
 use redfence_core::LockConfig;
 
+use crate::conn::RedisConn;
 use crate::driver::{run_worker, Phase, Probe, WorkerPlan};
 use crate::history::{History, Limits};
 use crate::protocol::{Plug, Protocol};
 use crate::recorder::Recorder;
 use crate::whole_worker::{run_whole_worker, Observer};
-use crate::world::{Fault, Trigger, WorkerEnv, World, WorldError};
+use crate::world::{Fault, Trigger, WorkerEnv, WorkerFuture, World, WorldError};
 
 /// Step of [`Stage::run_until`]: fine enough to land a fault within a few
 /// milliseconds of a worker reaching a phase.
@@ -111,16 +112,21 @@ impl<'w> Stage<'w> {
         self.world.spawn_worker(
             index,
             Box::new(move |env: WorkerEnv| {
+                let warm_up = warm_up(env.redis.clone(), config.op_timeout_ms());
                 let observer = Observer::new(&env.name, recorder.clone(), probe.clone());
                 let observed = observer.observe(env);
-                match protocol.plug(&observed, &config) {
+                let flow: WorkerFuture = match protocol.plug(&observed, &config) {
                     Plug::Steps(session) => {
                         Box::pin(run_worker(observed, session, recorder, probe, plan))
                     }
                     Plug::Worker(runner) => Box::pin(run_whole_worker(
                         observed, runner, observer, peek, lock_key, plan,
                     )),
-                }
+                };
+                Box::pin(async move {
+                    warm_up.await;
+                    flow.await;
+                })
             }),
         )
     }
@@ -255,6 +261,7 @@ impl<'w> Stage<'w> {
                 hold_ms_max: self.config.hold_ms_max(),
                 renewals_max: self.config.renewals_max(),
                 tolerance_ms: self.tolerance_ms,
+                acquire_deadline_ms: self.config.acquire_deadline_ms(),
             },
             ops,
             redis_truth: truth.redis,
@@ -263,4 +270,19 @@ impl<'w> Stage<'w> {
             end_ms,
         })
     }
+}
+
+/// Opens a worker's Redis connection before its first job, as a service's
+/// connection is up before it takes work: a fault a script injects right
+/// after spawning then hits the lock's own commands, not the connection's
+/// handshake. Bounded by one operation timeout; a failure is left for the
+/// lock to meet (it reconnects on its first command).
+async fn warm_up(redis: RedisConn, op_timeout_ms: u64) {
+    let mut conn = redis;
+    let ping = redis::cmd("PING");
+    let _ = tokio::time::timeout(
+        std::time::Duration::from_millis(op_timeout_ms),
+        redis::aio::ConnectionLike::req_packed_command(&mut conn, &ping),
+    )
+    .await;
 }

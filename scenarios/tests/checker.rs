@@ -16,6 +16,7 @@ fn limits() -> Limits {
         hold_ms_max: 5_000,
         renewals_max: 3,
         tolerance_ms: 10,
+        acquire_deadline_ms: 10_000,
     }
 }
 
@@ -129,8 +130,8 @@ fn missing_truth_is_undecided_never_guessed() {
         .build();
     for verdict in check(&history) {
         let expected = match verdict.property {
-            // Decided from the ops alone.
-            Property::FenceUniqueness => Status::Held,
+            // Decided from the ops alone (the leases the client was granted).
+            Property::FenceUniqueness | Property::NoOverlappingHolders => Status::Held,
             // No write without a fence was even attempted.
             Property::UnfencedStaleWrite => Status::NotExercised,
             _ => Status::Undecided,
@@ -295,9 +296,11 @@ fn stale_owner_accepted_by_the_store_is_caught() {
 /// The reference protocol: A's late write is rejected, A reports ownership
 /// lost, and retries the fence at most once.
 fn stale_rejected(report: JobReport, retries: usize) -> HistoryBuilder {
+    // w1 is paused from 100 ms to 1400 ms: its lease runs out under it.
     let mut b = builder()
         .acquired("w1", "o1", (0, 5), 1) // op 1
         .set(3, "o1")
+        .fault(100, Fault::PauseWorker(1))
         .expired(1_003, "o1")
         .acquired("w2", "o2", (1_100, 1_105), 2) // op 2
         .set(1_103, "o2")
@@ -310,6 +313,7 @@ fn stale_rejected(report: JobReport, retries: usize) -> HistoryBuilder {
             OkValue::WriteAccepted,
         ) // op 3
         .fence_log(1_305, "o2", 2, Some("j2"), FenceOutcome::Accepted)
+        .fault(1_400, Fault::ResumeWorker(1))
         .write(
             "w1",
             "o1",
@@ -672,6 +676,8 @@ fn renewal_safety_holds_for_bounded_own_renewals() {
             Some(1_400),
             Outcome::Indeterminate("timeout".into()),
         )
+        // The job ended before its lease did.
+        .report("w1", Some("j1"), JobReport::Success, 2_100)
         .expired(2_200, "o1")
         .end(3_000)
         .build();
@@ -686,6 +692,7 @@ fn renewal_safety_holds_for_bounded_own_renewals() {
                 | Property::ExactlyOnce
                 | Property::UnlockSafety
                 | Property::FailClosed
+                | Property::NoOverlappingHolders
         );
         let expected = if idle {
             Status::NotExercised

@@ -579,6 +579,7 @@ fn every_mutant_is_registered_after_the_reference_in_order() {
         names,
         [
             "reference",
+            "reference-steps",
             "del-unlock",
             "get-then-del",
             "renew-without-owner-check",
@@ -591,10 +592,52 @@ fn every_mutant_is_registered_after_the_reference_in_order() {
             "lock-before-fence",
             "redis-counter-fences",
             "unfenced-set-nx",
+            "set-without-nx",
+            "late-renewal",
         ]
     );
     for protocol in &protocols {
         let line = protocol.describe();
         assert!(!line.is_empty() && !line.contains('\n'), "{line:?}");
     }
+}
+
+/// Runs catalog scenario `scenario` for `protocol` on seed 0 and returns
+/// the explanation of the violated `property`.
+fn violation(protocol: Arc<dyn Protocol>, scenario: &str, property: Property) -> String {
+    let scenario = redfence_scenarios::catalog::by_name(scenario).expect("a catalog scenario");
+    let record = redfence_scenarios::run::run_one(
+        &redfence_scenarios::sim_world::SimWorlds,
+        scenario.as_ref(),
+        protocol,
+        0,
+    );
+    let verdict = record
+        .verdicts
+        .iter()
+        .find(|v| v.property == property)
+        .expect("every property is judged");
+    assert_eq!(verdict.status, Status::Violated, "{}", verdict.explanation);
+    verdict.explanation.clone()
+}
+
+#[test]
+fn set_without_nx_puts_two_holders_on_the_resource() {
+    let why = violation(
+        Arc::new(redfence_scenarios::protocols::SetWithoutNx),
+        redfence_scenarios::names::scenario::MUTUAL_EXCLUSION,
+        Property::NoOverlappingHolders,
+    );
+    assert!(why.contains("also held an unexpired lease"), "{why}");
+}
+
+#[test]
+fn late_renewal_lets_a_working_holders_lease_lapse() {
+    let why = violation(
+        Arc::new(redfence_scenarios::protocols::LateRenewal),
+        redfence_scenarios::names::scenario::RENEWAL_LIMITS,
+        Property::LeaseContinuity,
+    );
+    assert!(why.contains("expired at"), "{why}");
+    assert!(why.contains("while its job still ran"), "{why}");
 }

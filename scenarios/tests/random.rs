@@ -18,6 +18,7 @@ fn limits() -> Limits {
         hold_ms_max: 5_000,
         renewals_max: 3,
         tolerance_ms: 10,
+        acquire_deadline_ms: 10_000,
     }
 }
 
@@ -240,6 +241,7 @@ fn limits_any() -> impl Strategy<Value = Limits> {
             hold_ms_max,
             renewals_max,
             tolerance_ms,
+            acquire_deadline_ms: lease_ms * 10,
         },
     )
 }

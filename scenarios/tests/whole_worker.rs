@@ -296,3 +296,40 @@ fn phases_come_from_the_servers_at_the_whole_worker_level() {
         );
     }
 }
+
+/// `TeamFlow` set up correctly: the base of the whole-worker mutants.
+struct CorrectTeamFlow;
+
+impl Protocol for CorrectTeamFlow {
+    fn name(&self) -> &str {
+        "correct-team-flow"
+    }
+
+    fn describe(&self) -> &str {
+        "TeamFlow with every knob right"
+    }
+
+    fn plug(&self, env: &WorkerEnv, config: &LockConfig) -> Plug {
+        let knobs = protocols::team_flow::Knobs::correct(config);
+        Plug::Worker(Box::new(protocols::team_flow::TeamFlow::new(
+            env, config, knobs,
+        )))
+    }
+}
+
+#[test]
+fn the_whole_worker_mutants_base_flow_is_correct_when_set_up_right() {
+    // Its own retry loop and spawned renewal task pass every scenario:
+    // whatever a whole-worker mutant trips, its one changed knob did it.
+    for scenario in catalog::all() {
+        for seed in 0..3 {
+            let record = run_one(&SimWorlds, scenario.as_ref(), Arc::new(CorrectTeamFlow), seed);
+            assert!(
+                !record.failed(),
+                "{} seed {seed}: {:?}",
+                scenario.name(),
+                record.verdicts
+            );
+        }
+    }
+}

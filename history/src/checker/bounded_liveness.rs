@@ -20,14 +20,20 @@
 //!    `hold_ms_max + lease_ms + tolerance_ms`. This catches a missing TTL
 //!    and unbounded renewal.
 //!
-//! Rule 1 is judged on whatever faults the run had: a scenario that keeps a
-//! fault up until the end (Redis down for good) is expected to violate it.
+//! Rule 1 is judged only once the worker's paths had been healthy — no
+//! pause, partition, dropped replies or latency on its Redis or store path,
+//! Redis neither stopped nor failed over or restarted within a lease — for
+//! the whole acquire deadline plus a lease before it gave up (or before
+//! the run ended): a worker that fails closed during its own fault did the
+//! right thing, as the design article asks. A run that keeps a fault up to
+//! the end judges no give-up under it.
 //! Without the ownership log, rule 2 cannot be decided: a violation of rule 1
 //! still gives `Violated`, otherwise the verdict is `Undecided`. A run with
 //! no contending worker and no holding is `NotExercised`.
 
 use std::collections::BTreeMap;
 
+use super::health::{self, Paths};
 use super::holdings::holdings;
 use super::{more, NO_REDIS_TRUTH};
 use crate::history::{History, JobReport, Op, OpKind, OwnershipChange, OwnershipRecord};
@@ -115,6 +121,27 @@ fn contenders_decided(history: &History, violations: &mut Vec<(String, HistorySl
             }
             None => "it never reported".to_owned(),
         };
+        // Judged only after its paths were healthy for a whole acquire
+        // deadline plus a lease: giving up during its own fault is failing
+        // closed, which is right.
+        let gave_up_ms = report.map_or(history.end_ms, |(op, _)| op.invoke_ms);
+        let limits = history.limits;
+        let healthy_ms = limits
+            .acquire_deadline_ms
+            .saturating_add(limits.lease_ms)
+            .saturating_add(limits.tolerance_ms);
+        let watched_from_ms = gave_up_ms.saturating_sub(healthy_ms);
+        if health::unhealthy(
+            history,
+            worker,
+            Paths::RedisAndStore,
+            watched_from_ms,
+            gave_up_ms,
+        )
+        .is_some()
+        {
+            continue;
+        }
         let explanation = format!(
             "worker {worker} invoked acquire {} times from {} ms to {} ms and never acquired; {ended}",
             acquires.len(),
@@ -182,4 +209,71 @@ fn holdings_bounded(
         violations.push((explanation, slice));
     }
     holdings.len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fault::Fault;
+    use crate::history::{HistoryBuilder, Limits};
+    use crate::verdict::Status;
+
+    fn builder() -> HistoryBuilder {
+        HistoryBuilder::new(
+            "r",
+            Limits {
+                lease_ms: 1_000,
+                hold_ms_max: 3_000,
+                renewals_max: 20,
+                tolerance_ms: 20,
+                acquire_deadline_ms: 2_000,
+            },
+        )
+    }
+
+    /// w0 tries twice, is refused, and reports the job failed at `at_ms`.
+    fn gives_up(builder: HistoryBuilder, at_ms: u64) -> HistoryBuilder {
+        builder
+            .contended("w0", "a", (at_ms - 200, at_ms - 190))
+            .op(
+                "w0",
+                Some("a"),
+                OpKind::Acquire,
+                at_ms - 100,
+                Some(at_ms - 90),
+                crate::history::Outcome::Fail("refused".into()),
+            )
+            .report("w0", Some("j"), JobReport::Failed, at_ms)
+    }
+
+    #[test]
+    fn giving_up_during_its_own_fault_is_failing_closed() {
+        // Its store path (where its fences come from) was partitioned.
+        let history = gives_up(builder().fault(100, Fault::PartitionStore(0)), 1_000)
+            .fault(5_000, Fault::HealStore(0))
+            .build();
+        let verdict = check(&history);
+        assert_ne!(verdict.status, Status::Violated, "{}", verdict.explanation);
+    }
+
+    #[test]
+    fn giving_up_long_after_its_paths_healed_is_caught() {
+        // Healed at 200; gives up at 4000, after 2000 + 1000 + 20 ms healthy.
+        let history = gives_up(
+            builder()
+                .fault(100, Fault::PartitionStore(0))
+                .fault(200, Fault::HealStore(0)),
+            4_000,
+        )
+        .build();
+        let verdict = check(&history);
+        assert_eq!(verdict.status, Status::Violated, "{}", verdict.explanation);
+        assert!(
+            verdict
+                .explanation
+                .starts_with("worker w0 invoked acquire 2 times"),
+            "{}",
+            verdict.explanation
+        );
+    }
 }

@@ -35,9 +35,9 @@
 
 use std::collections::BTreeMap;
 
+use super::health::{self, Paths};
 use super::holdings::holdings;
 use super::{more, NO_REDIS_TRUTH};
-use crate::fault::Fault;
 use crate::history::{History, OkValue, Op, OpKind, Outcome, OwnershipChange};
 use crate::property::Property;
 use crate::verdict::{owner_text, HistorySlice, Verdict};
@@ -97,12 +97,12 @@ pub(super) fn check(history: &History) -> Verdict {
         let watched_from_ms = end_ms
             .saturating_sub(limits.lease_ms + limits.tolerance_ms)
             .max(holding.start_ms);
-        if unhealthy(history, worker, watched_from_ms, end_ms).is_some() {
+        if health::unhealthy(history, worker, Paths::Redis, watched_from_ms, end_ms).is_some() {
             continue;
         }
         let last_ms = own_ops(history, acquire)
             .filter(|op| may_extend(op) && op.invoke_ms <= end_ms)
-            .map(|op| op.invoke_ms)
+            .map(|op| extended_at(history, op).min(end_ms))
             .max()
             .unwrap_or(acquire.invoke_ms)
             .max(acquire.invoke_ms);
@@ -164,7 +164,18 @@ fn may_extend(op: &Op) -> bool {
         (OpKind::Acquire, _)
             | (OpKind::Command, Outcome::Ok(_))
             | (OpKind::Renew, Outcome::Ok(OkValue::Renewed))
+            | (OpKind::Renew, Outcome::Indeterminate(_))
     )
+}
+
+/// The latest moment `op` can have extended the key: its invoke when it
+/// was answered (the server counts the lease from about then), its
+/// completion — or the run's end — when the answer never came.
+fn extended_at(history: &History, op: &Op) -> u64 {
+    match op.outcome {
+        Outcome::Indeterminate(_) => op.end_or(history.end_ms),
+        _ => op.invoke_ms,
+    }
 }
 
 /// `Some(report time)` when `acquire`'s worker was still on that job at
@@ -194,56 +205,10 @@ fn still_working(history: &History, acquire: &Op, end_ms: u64) -> Option<Option<
     }
 }
 
-/// A fault that made `worker`'s Redis path unhealthy at some point in
-/// `[from_ms, to_ms]`, if any.
-fn unhealthy<'h>(
-    history: &'h History,
-    worker: &str,
-    from_ms: u64,
-    to_ms: u64,
-) -> Option<&'h Fault> {
-    let mine = |fault: &Fault| {
-        matches!(
-            fault,
-            Fault::PauseWorker(_)
-                | Fault::PartitionRedis(_)
-                | Fault::DropRedisReplies(_)
-                | Fault::RedisLatency { .. }
-                | Fault::StopRedis
-        )
-    };
-    for (index, record) in history.faults.iter().enumerate() {
-        let fault = &record.fault;
-        let concerns = record.worker.is_none() || record.worker.as_deref() == Some(worker);
-        if !concerns {
-            continue;
-        }
-        // Moments that move or empty Redis: a lease across one is the
-        // server's to lose.
-        if matches!(fault, Fault::FailOver | Fault::RestartRedis) {
-            let until_ms = record.at_ms.saturating_add(history.limits.lease_ms);
-            if record.at_ms <= to_ms && from_ms <= until_ms {
-                return Some(fault);
-            }
-            continue;
-        }
-        if !(fault.opens_window() && mine(fault)) {
-            continue;
-        }
-        let closed_ms = history.faults[index + 1..]
-            .iter()
-            .find(|later| fault.closed_by(&later.fault))
-            .map_or(u64::MAX, |later| later.at_ms);
-        if record.at_ms <= to_ms && from_ms <= closed_ms {
-            return Some(fault);
-        }
-    }
-    None
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fault::Fault;
     use crate::history::{HistoryBuilder, JobReport, Limits};
     use crate::verdict::Status;
 
@@ -255,6 +220,7 @@ mod tests {
                 hold_ms_max: 3_000,
                 renewals_max: 20,
                 tolerance_ms: 20,
+                acquire_deadline_ms: 10_000,
             },
         )
     }

@@ -16,6 +16,7 @@ mod exactly_once;
 mod fail_closed;
 mod fence_order;
 mod fence_uniqueness;
+mod health;
 mod holdings;
 mod lease_continuity;
 mod lookup;
@@ -106,6 +107,7 @@ mod tests {
         hold_ms_max: 3_000,
         renewals_max: 5,
         tolerance_ms: 20,
+        acquire_deadline_ms: 10_000,
     };
 
     fn statuses(history: &History) -> Vec<(Property, Status)> {

@@ -30,6 +30,11 @@
 //! expiry (which the server counts from after the client's invoke, so after
 //! the client's own validity), by the holder's own release, or by a bug.
 //!
+//! At the whole-worker level the release is one of the lock's own
+//! commands, so a lease's end comes from the server's log; without the log
+//! (real servers today) the verdict is undecided there. At the step level
+//! the client's own ops decide it.
+//!
 //! Real bugs it catches: `SET` without `NX` (or a misread "nil" reply taken
 //! as success), owner tokens shared between workers, an unlock that deletes
 //! another worker's key so a third worker acquires beside its victim. With
@@ -38,7 +43,7 @@
 
 use std::collections::BTreeMap;
 
-use super::more;
+use super::{more, NO_REDIS_TRUTH};
 use crate::history::{History, OkValue, Op, OpKind, Outcome, OwnershipChange};
 use crate::property::Property;
 use crate::verdict::{owner_text, HistorySlice, Verdict};
@@ -71,6 +76,17 @@ impl Lease<'_> {
 
 /// Judges `no-overlapping-holders`.
 pub(super) fn check(history: &History) -> Verdict {
+    if history.redis_truth.is_none() && history.ops.iter().any(|op| op.kind == OpKind::Command) {
+        // A whole-worker lock's release is one of its commands: only the
+        // server's log says which, so without it a lease's end is unknown.
+        return Verdict::undecided(
+            PROPERTY,
+            format!(
+                "{NO_REDIS_TRUTH}: when a whole-worker lock's leases ended (which of its \
+                 commands released) is unknown"
+            ),
+        );
+    }
     let leases = leases(history);
     // Writes under a valid lease, with the lease and its stretch.
     let mut covered: Vec<(&Op, usize, (u64, u64))> = Vec::new();
@@ -272,6 +288,7 @@ mod tests {
                 hold_ms_max: 3_000,
                 renewals_max: 20,
                 tolerance_ms: 20,
+                acquire_deadline_ms: 10_000,
             },
         )
     }

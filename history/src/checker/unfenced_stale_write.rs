@@ -234,6 +234,7 @@ mod tests {
         hold_ms_max: 3_000,
         renewals_max: 5,
         tolerance_ms: 20,
+        acquire_deadline_ms: 10_000,
     };
 
     /// A lock that issues no fence: w0 acquires at 0 ms, its key set on

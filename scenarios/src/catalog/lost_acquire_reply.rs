@@ -10,7 +10,7 @@ use crate::scenario::{Param, Scenario, ScenarioError, Setup};
 use crate::stage::Stage;
 use crate::world::Fault;
 
-use super::{jobs, plan, settle};
+use super::{jobs, plan, settle, STEP_MS_MAX};
 
 /// Jobs per worker.
 const JOBS: usize = 2;
@@ -19,6 +19,9 @@ const WORK_MS: u64 = 200;
 /// How long the replies to worker 0 are lost: longer than one operation
 /// timeout, shorter than the lease, so a re-ask finds the lease still there.
 const DROP_MS: u64 = 250;
+/// Pause before each of worker 0's jobs: the replies start to vanish in
+/// the one before its second job.
+const START_DELAY_MS: u64 = 50;
 /// Time after the run for a lock that never expires to show.
 const TAIL_MS: u64 = 5_000;
 
@@ -70,8 +73,18 @@ impl Scenario for LostAcquireReply {
 
     fn run(&self, stage: &mut Stage<'_>) -> Result<(), ScenarioError> {
         let setup = self.setup();
+        stage.spawn(0, plan(&setup, jobs(0, JOBS, WORK_MS), START_DELAY_MS))?;
+        // Worker 0's first job opens its connection and loads the lock's
+        // scripts into Redis, as a running service has; the replies then
+        // vanish while it waits to start its second job, so that job's
+        // acquire runs on Redis and only its answer is lost.
+        if !stage.run_until(STEP_MS_MAX, |s| !s.probe(0).stats().is_empty())? {
+            return Err(ScenarioError::Stuck(
+                "w0 never finished its first job".to_owned(),
+            ));
+        }
         stage.fault(Fault::DropRedisReplies(0))?;
-        stage.spawn(0, plan(&setup, jobs(0, JOBS, WORK_MS), 0))?;
+        // The contender arrives while the answer is lost.
         stage.spawn(1, plan(&setup, jobs(1, JOBS, WORK_MS), 30))?;
         stage.run_for(DROP_MS)?;
         stage.fault(Fault::RestoreRedisReplies(0))?;
