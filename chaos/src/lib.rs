@@ -33,4 +33,4 @@ pub mod wait;
 pub use config::{ChaosConfig, Images, ProviderKind, ToxiproxyChoice};
 pub use error::{ChaosError, Result};
 pub use provider::{last_started, RedisNode, ServerInfo, Servers};
-pub use topology::{Path, RealCluster};
+pub use topology::{Path, PrimaryWatch, RealCluster};

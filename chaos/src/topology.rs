@@ -26,6 +26,8 @@
 //! can share one [`RealCluster`] between its driver and its workers.
 
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use redfence_core::PgFencedStore;
@@ -96,6 +98,27 @@ pub struct RealCluster {
     redis_addrs: [Option<String>; 2],
     postgres_url: String,
     worker_postgres_urls: Vec<String>,
+    /// Set the moment a failover starts re-pointing the workers' proxies at
+    /// the replica (see [`PrimaryWatch`]).
+    replica_serves: Arc<AtomicBool>,
+}
+
+/// Where the workers' Redis traffic goes *now*, readable from anywhere
+/// without the cluster's lock: flipped to the replica before a failover
+/// re-points the first proxy, so a reader that just saw a worker's reply
+/// from the new primary never looks at the old one.
+#[derive(Clone, Debug)]
+pub struct PrimaryWatch {
+    replica_serves: Arc<AtomicBool>,
+    urls: [Option<String>; 2],
+}
+
+impl PrimaryWatch {
+    /// The direct URL of the node the workers' proxies point at now.
+    pub fn url(&self) -> Option<String> {
+        let node = usize::from(self.replica_serves.load(Ordering::SeqCst));
+        self.urls[node].clone()
+    }
 }
 
 impl std::fmt::Debug for RealCluster {
@@ -230,6 +253,7 @@ impl RealCluster {
             redis_addrs,
             postgres_url,
             worker_postgres_urls,
+            replica_serves: Arc::new(AtomicBool::new(false)),
         };
         if let Some(replica) = &cluster.redis_addrs[1] {
             let link = cluster
@@ -319,6 +343,18 @@ impl RealCluster {
         self.redis_addrs[node.index()]
             .as_ref()
             .map(|addr| format!("redis://{addr}/"))
+    }
+
+    /// A handle on where the workers' Redis traffic goes now, for readers
+    /// outside the cluster's lock (see [`PrimaryWatch`]).
+    pub fn primary_watch(&self) -> PrimaryWatch {
+        PrimaryWatch {
+            replica_serves: self.replica_serves.clone(),
+            urls: [
+                self.redis_node_url(RedisNode::Primary),
+                self.redis_node_url(RedisNode::Replica),
+            ],
+        }
     }
 
     /// The node the workers' Redis proxies point at now.
@@ -517,6 +553,7 @@ impl RealCluster {
         let mut promote = redis::cmd("REPLICAOF");
         promote.arg("NO").arg("ONE");
         admin_command::<()>(&replica, RedisNode::Replica, promote).await?;
+        self.replica_serves.store(true, Ordering::SeqCst);
         for worker in 0..self.workers {
             self.toxiproxy
                 .set_upstream(&proxy_name(worker, Path::Redis), &replica)

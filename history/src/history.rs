@@ -86,6 +86,21 @@ pub struct History {
     pub faults: Vec<FaultRecord>,
     /// When recording stopped; no op is invoked or completes after it.
     pub end_ms: u64,
+    /// What the scenario allows contention to cost, if it bounds it (the
+    /// `contention` property); `None` for scenarios that do not.
+    #[serde(default)]
+    pub contention: Option<ContentionBounds>,
+}
+
+/// What contention may cost in a scenario built to create it, written as
+/// numbers in the scenario catalog.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ContentionBounds {
+    /// Most acquire attempts per successful acquisition, on average.
+    pub attempts_per_acquisition_max: u64,
+    /// Longest 99th-percentile wait from a job's first attempt to its
+    /// acquisition.
+    pub wait_ms_p99_max: u64,
 }
 
 /// The lock's limits, as configured for the run.
@@ -549,6 +564,7 @@ impl HistoryBuilder {
                 store_truth: Some(Vec::new()),
                 faults: Vec::new(),
                 end_ms: 0,
+                contention: None,
             },
             op_id_next: 1,
         }
@@ -760,6 +776,12 @@ impl HistoryBuilder {
     /// The id the next op will get.
     pub fn next_op_id(&self) -> u64 {
         self.op_id_next
+    }
+
+    /// Bounds contention as a scenario would.
+    pub fn contention(mut self, bounds: ContentionBounds) -> Self {
+        self.history.contention = Some(bounds);
+        self
     }
 
     /// The history.

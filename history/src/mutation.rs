@@ -82,6 +82,7 @@ pub const CATCHES: &[Catch] = &[
     catch(SET_WITHOUT_NX, HOTSPOT_LOAD, Property::NoOverlappingHolders),
     catch(LATE_RENEWAL, RENEWAL_LIMITS, Property::LeaseContinuity),
     catch(LATE_RENEWAL, LATE_UNLOCK, Property::LeaseContinuity),
+    catch(FIXED_BACKOFF, HOTSPOT_LOAD, Property::Contention),
 ];
 
 /// Every property each shipped mutant violates anywhere in the catalog (on
@@ -150,6 +151,7 @@ pub const EXPECTED_VIOLATIONS: &[(&str, &[Property])] = &[
         ],
     ),
     (LATE_RENEWAL, &[Property::LeaseContinuity]),
+    (FIXED_BACKOFF, &[Property::Contention]),
 ];
 
 /// The properties `mutant` is expected to violate somewhere (see

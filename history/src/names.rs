@@ -86,9 +86,11 @@ pub mod mutant {
     pub const SET_WITHOUT_NX: &str = "set-without-nx";
     /// A whole worker whose renewal task renews once per lease, too late.
     pub const LATE_RENEWAL: &str = "late-renewal";
+    /// A whole worker whose retries back off without jitter.
+    pub const FIXED_BACKOFF: &str = "fixed-backoff";
 
     /// Every shipped mutant, in catalog order.
-    pub const ALL: [&str; 14] = [
+    pub const ALL: [&str; 15] = [
         DEL_UNLOCK,
         GET_THEN_DEL,
         RENEW_WITHOUT_OWNER_CHECK,
@@ -103,6 +105,7 @@ pub mod mutant {
         UNFENCED_SET_NX,
         SET_WITHOUT_NX,
         LATE_RENEWAL,
+        FIXED_BACKOFF,
     ];
 }
 

@@ -1,4 +1,4 @@
-//! The eleven properties the checker decides: their names and one-line descriptions.
+//! The twelve properties the checker decides: their names and one-line descriptions.
 //!
 //! The kebab-case name is the property's identity everywhere — JSON, reports,
 //! the CLI, scenario expectations — so it is defined once, here, and the serde
@@ -33,11 +33,13 @@ pub enum Property {
     NoOverlappingHolders,
     /// A healthy, working holder's lease does not lapse before the hold limit.
     LeaseContinuity,
+    /// Under load, attempts per acquisition and the p99 wait stay in bounds.
+    Contention,
 }
 
 impl Property {
     /// Every property, in the order verdicts are reported.
-    pub const ALL: [Property; 11] = [
+    pub const ALL: [Property; 12] = [
         Property::FenceOrder,
         Property::StaleOwnerRejected,
         Property::UnfencedStaleWrite,
@@ -49,6 +51,7 @@ impl Property {
         Property::BoundedLiveness,
         Property::NoOverlappingHolders,
         Property::LeaseContinuity,
+        Property::Contention,
     ];
 
     /// The stable kebab-case name.
@@ -65,6 +68,7 @@ impl Property {
             Property::BoundedLiveness => "bounded-liveness",
             Property::NoOverlappingHolders => "no-overlapping-holders",
             Property::LeaseContinuity => "lease-continuity",
+            Property::Contention => "contention",
         }
     }
 
@@ -102,6 +106,10 @@ impl Property {
             Property::LeaseContinuity => {
                 "a holder whose paths are healthy never loses its lease while its job runs, \
                  short of the maximum hold"
+            }
+            Property::Contention => {
+                "under load, attempts per acquisition and the p99 wait stay within the \
+                 scenario's bounds (no retry storm)"
             }
         }
     }

@@ -407,6 +407,10 @@ pub struct Found {
     /// [`MINIMIZE_RUNS_MAX`] ran out first, or when time order lost the
     /// failure).
     pub minimal: bool,
+    /// The properties shrinking kept to: the first failing run's violated
+    /// ones. A candidate "still fails" when it violates one of these (the
+    /// shrunk run may violate others besides); minimality is about them.
+    pub target: Vec<Property>,
 }
 
 /// How long or how much to explore.
@@ -572,7 +576,7 @@ fn explore_until(
     match result {
         Err(TestError::Fail(_, (world_seed, schedule))) => {
             let seed = u64::from(world_seed);
-            let (schedule, record, minimal) = minimize(worlds, protocol, seed, schedule);
+            let (schedule, record, minimal, target) = minimize_to(worlds, protocol, seed, schedule);
             Exploration {
                 cases,
                 found: Some(Found {
@@ -583,6 +587,7 @@ fn explore_until(
                         .lock()
                         .unwrap_or_else(|e| e.into_inner()),
                     minimal,
+                    target,
                 }),
             }
         }
@@ -607,6 +612,18 @@ pub fn minimize(
     seed: u64,
     schedule: Schedule,
 ) -> (Schedule, RunRecord, bool) {
+    let (schedule, record, minimal, _) = minimize_to(worlds, protocol, seed, schedule);
+    (schedule, record, minimal)
+}
+
+/// [`minimize`], also answering the properties it kept to (see
+/// [`Found::target`]).
+fn minimize_to(
+    worlds: &dyn WorldFactory,
+    protocol: Arc<dyn Protocol>,
+    seed: u64,
+    schedule: Schedule,
+) -> (Schedule, RunRecord, bool, Vec<Property>) {
     let run = |schedule: &Schedule| {
         run_one(
             worlds,
@@ -629,7 +646,7 @@ pub fn minimize(
         }
     };
     if !fails(&first) {
-        return (schedule, first, false);
+        return (schedule, first, false, target);
     }
     let mut best = (schedule, first);
     let runs = std::cell::Cell::new(1_u32);
@@ -699,5 +716,5 @@ pub fn minimize(
     }
     let in_time_order = best.0.faults.windows(2).all(|w| w[0].at_ms <= w[1].at_ms);
     let minimal = in_time_order && runs.get() < MINIMIZE_RUNS_MAX;
-    (best.0, best.1, minimal)
+    (best.0, best.1, minimal, target)
 }

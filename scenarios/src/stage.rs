@@ -14,7 +14,7 @@ use redfence_core::LockConfig;
 
 use crate::conn::RedisConn;
 use crate::driver::{run_worker, Phase, Probe, WorkerPlan};
-use crate::history::{History, Limits};
+use crate::history::{ContentionBounds, History, Limits};
 use crate::protocol::{Plug, Protocol};
 use crate::recorder::Recorder;
 use crate::whole_worker::{run_whole_worker, Observer};
@@ -33,6 +33,7 @@ pub struct Stage<'w> {
     recorder: Recorder,
     probes: Vec<Probe>,
     tolerance_ms: u64,
+    contention: Option<ContentionBounds>,
 }
 
 impl<'w> Stage<'w> {
@@ -56,6 +57,7 @@ impl<'w> Stage<'w> {
             recorder,
             probes,
             tolerance_ms,
+            contention: None,
         }
     }
 
@@ -238,6 +240,12 @@ impl<'w> Stage<'w> {
         Ok(())
     }
 
+    /// Holds the run to `bounds` on what contention may cost (the
+    /// `contention` property); scenarios built to create load set them.
+    pub fn bound_contention(&mut self, bounds: ContentionBounds) {
+        self.contention = Some(bounds);
+    }
+
     /// Injects `fault` now and records it.
     pub fn fault(&mut self, fault: Fault) -> Result<(), WorldError> {
         self.world.inject(&fault)?;
@@ -268,6 +276,7 @@ impl<'w> Stage<'w> {
             store_truth: truth.store,
             faults,
             end_ms,
+            contention: self.contention,
         })
     }
 }

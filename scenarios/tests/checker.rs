@@ -89,8 +89,11 @@ fn correct() -> History {
 
 /// Properties a correct turn-taking run gives nothing to judge: nobody was
 /// stale, and every write carried a fence.
-const IDLE_WHEN_CORRECT: [Property; 2] =
-    [Property::StaleOwnerRejected, Property::UnfencedStaleWrite];
+const IDLE_WHEN_CORRECT: [Property; 3] = [
+    Property::StaleOwnerRejected,
+    Property::UnfencedStaleWrite,
+    Property::Contention,
+];
 
 #[test]
 fn correct_history_holds_everything_it_exercises() {
@@ -133,7 +136,7 @@ fn missing_truth_is_undecided_never_guessed() {
             // Decided from the ops alone (the leases the client was granted).
             Property::FenceUniqueness | Property::NoOverlappingHolders => Status::Held,
             // No write without a fence was even attempted.
-            Property::UnfencedStaleWrite => Status::NotExercised,
+            Property::UnfencedStaleWrite | Property::Contention => Status::NotExercised,
             _ => Status::Undecided,
         };
         assert_status(&verdict, expected);
@@ -347,7 +350,10 @@ fn stale_owner_rejected_holds_for_the_reference_protocol() {
     let history = stale_rejected(JobReport::OwnershipLost, 1).build();
     for verdict in check(&history) {
         // Every write carried a fence.
-        let expected = if verdict.property == Property::UnfencedStaleWrite {
+        let expected = if matches!(
+            verdict.property,
+            Property::UnfencedStaleWrite | Property::Contention
+        ) {
             Status::NotExercised
         } else {
             Status::Held
@@ -693,6 +699,7 @@ fn renewal_safety_holds_for_bounded_own_renewals() {
                 | Property::UnlockSafety
                 | Property::FailClosed
                 | Property::NoOverlappingHolders
+                | Property::Contention
         );
         let expected = if idle {
             Status::NotExercised

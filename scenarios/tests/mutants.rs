@@ -594,6 +594,7 @@ fn every_mutant_is_registered_after_the_reference_in_order() {
             "unfenced-set-nx",
             "set-without-nx",
             "late-renewal",
+            "fixed-backoff",
         ]
     );
     for protocol in &protocols {

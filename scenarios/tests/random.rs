@@ -263,6 +263,10 @@ fn arbitrary_history() -> impl Strategy<Value = History> {
             store_truth,
             faults: vec![FaultRecord::new(5, Fault::PauseWorker(1))],
             end_ms,
+            contention: Some(redfence_scenarios::history::ContentionBounds {
+                attempts_per_acquisition_max: 3,
+                wait_ms_p99_max: 1_000,
+            }),
         })
 }
 

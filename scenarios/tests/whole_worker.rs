@@ -323,7 +323,12 @@ fn the_whole_worker_mutants_base_flow_is_correct_when_set_up_right() {
     // whatever a whole-worker mutant trips, its one changed knob did it.
     for scenario in catalog::all() {
         for seed in 0..3 {
-            let record = run_one(&SimWorlds, scenario.as_ref(), Arc::new(CorrectTeamFlow), seed);
+            let record = run_one(
+                &SimWorlds,
+                scenario.as_ref(),
+                Arc::new(CorrectTeamFlow),
+                seed,
+            );
             assert!(
                 !record.failed(),
                 "{} seed {seed}: {:?}",

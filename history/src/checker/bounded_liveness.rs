@@ -215,21 +215,11 @@ fn holdings_bounded(
 mod tests {
     use super::*;
     use crate::fault::Fault;
-    use crate::history::{HistoryBuilder, Limits};
+
     use crate::verdict::Status;
 
-    fn builder() -> HistoryBuilder {
-        HistoryBuilder::new(
-            "r",
-            Limits {
-                lease_ms: 1_000,
-                hold_ms_max: 3_000,
-                renewals_max: 20,
-                tolerance_ms: 20,
-                acquire_deadline_ms: 2_000,
-            },
-        )
-    }
+    use super::super::testing::builder;
+    use crate::history::HistoryBuilder;
 
     /// w0 tries twice, is refused, and reports the job failed at `at_ms`.
     fn gives_up(builder: HistoryBuilder, at_ms: u64) -> HistoryBuilder {

@@ -73,20 +73,8 @@ pub(super) fn unhealthy<'h>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::history::{HistoryBuilder, Limits};
 
-    fn builder() -> HistoryBuilder {
-        HistoryBuilder::new(
-            "r",
-            Limits {
-                lease_ms: 1_000,
-                hold_ms_max: 3_000,
-                renewals_max: 20,
-                tolerance_ms: 20,
-                acquire_deadline_ms: 10_000,
-            },
-        )
-    }
+    use super::super::testing::builder;
 
     #[test]
     fn a_window_counts_only_for_its_worker_and_its_paths() {

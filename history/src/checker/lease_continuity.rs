@@ -17,8 +17,9 @@
 //! **overwritten** by another owner, judged when:
 //!
 //! - a worker's acquire of `X` was answered "acquired" (the holder is
-//!   known), and the worker neither crashed before the end nor reported its
-//!   job done by then (plus the tolerance): the job still ran;
+//!   known), the worker had not crashed or reported the job, and it still
+//!   sent its token after the end (plus the tolerance) — a renewal, a
+//!   write, its release: it still held the lock in its own mind;
 //! - the holding lasted less than `hold_ms_max` (minus the tolerance): at
 //!   the hold limit a lock must let go, and the library signals the job;
 //! - the worker had fewer than `renewals_max` confirmed renewals of `X`:
@@ -81,7 +82,7 @@ pub(super) fn check(history: &History) -> Verdict {
             _ => continue,
         };
         let worker = acquire.worker.as_str();
-        let Some(report_ms) = still_working(history, acquire, end_ms) else {
+        let Some(working) = still_working(history, acquire, end_ms) else {
             continue;
         };
         let held_ms = holding.duration_ms(history.end_ms);
@@ -109,10 +110,6 @@ pub(super) fn check(history: &History) -> Verdict {
         let how = match taken_by {
             None => "expired".to_owned(),
             Some(other) => format!("was overwritten by owner {}", owner_text(other)),
-        };
-        let working = match report_ms {
-            Some(at_ms) => format!("it reported its job at {at_ms} ms"),
-            None => "it was still working when the run ended".to_owned(),
         };
         let explanation = format!(
             "{worker}'s lease (owner {}) {how} at {end_ms} ms while its job still ran ({working}) \
@@ -178,52 +175,51 @@ fn extended_at(history: &History, op: &Op) -> u64 {
     }
 }
 
-/// `Some(report time)` when `acquire`'s worker was still on that job at
-/// `end_ms`: it had not crashed and had not reported the job by then (plus
-/// the tolerance); `Some(None)` when it never reported before the run
-/// ended. `None` when the job was over.
-fn still_working(history: &History, acquire: &Op, end_ms: u64) -> Option<Option<u64>> {
+/// Evidence, in words, that `acquire`'s worker still held the lock in its
+/// own mind at `end_ms` (plus the tolerance): it still sent its token — a
+/// renewal, a write, its release — after that. A report alone is no
+/// evidence (a job may end without releasing, and its lease then runs out
+/// harmlessly). `None` without evidence, when the job was reported before
+/// the end, or when the worker had crashed.
+fn still_working(history: &History, acquire: &Op, end_ms: u64) -> Option<String> {
     let crashed = history.faults.iter().any(|f| {
         f.crash && f.worker.as_deref() == Some(acquire.worker.as_str()) && f.at_ms <= end_ms
     });
     if crashed {
         return None;
     }
-    let report_ms = history
-        .ops
-        .iter()
-        .filter(|op| op.worker == acquire.worker && matches!(op.kind, OpKind::Report { .. }))
-        .map(|op| op.invoke_ms)
-        .filter(|&at_ms| at_ms >= acquire.invoke_ms)
-        .min();
     let bound_ms = end_ms.saturating_add(history.limits.tolerance_ms);
-    match report_ms {
-        Some(at_ms) if at_ms > bound_ms => Some(Some(at_ms)),
-        Some(_) => None,
-        None if history.end_ms > bound_ms => Some(None),
-        None => None,
+    let reported_before = history.ops.iter().any(|op| {
+        op.worker == acquire.worker
+            && matches!(op.kind, OpKind::Report { .. })
+            && op.invoke_ms >= acquire.invoke_ms
+            && op.invoke_ms <= bound_ms
+    });
+    if reported_before {
+        return None;
     }
+    own_ops(history, acquire)
+        .filter(|op| op.id != acquire.id && op.invoke_ms > bound_ms)
+        .min_by_key(|op| (op.invoke_ms, op.id))
+        .map(|op| {
+            let what = match op.kind {
+                OpKind::Write { .. } => "wrote",
+                OpKind::Renew => "renewed",
+                OpKind::Release => "released",
+                _ => "sent its token",
+            };
+            format!("it still {what} at {} ms", op.invoke_ms)
+        })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::fault::Fault;
-    use crate::history::{HistoryBuilder, JobReport, Limits};
+    use crate::history::JobReport;
     use crate::verdict::Status;
 
-    fn builder() -> HistoryBuilder {
-        HistoryBuilder::new(
-            "r",
-            Limits {
-                lease_ms: 1_000,
-                hold_ms_max: 3_000,
-                renewals_max: 20,
-                tolerance_ms: 20,
-                acquire_deadline_ms: 10_000,
-            },
-        )
-    }
+    use super::super::testing::builder;
 
     #[test]
     fn a_renewed_lease_held_to_the_release_holds() {
@@ -248,6 +244,7 @@ mod tests {
             .set(10, "a")
             .renewed("w0", "a", (400, 410))
             .expired(1_410, "a")
+            .released("w0", "a", (1_900, 1_910), false)
             .report("w0", Some("j"), JobReport::Success, 2_000)
             .build();
         let verdict = check(&history);
@@ -274,6 +271,7 @@ mod tests {
             .fault(100, Fault::PauseWorker(0))
             .expired(1_010, "a")
             .fault(2_000, Fault::ResumeWorker(0))
+            .released("w0", "a", (2_050, 2_060), false)
             .report("w0", Some("j"), JobReport::OwnershipLost, 2_100)
             .build();
         assert_eq!(check(&history).status, Status::Held);
@@ -287,6 +285,7 @@ mod tests {
         }
         let history = b
             .expired(3_010, "a")
+            .released("w0", "a", (4_900, 4_910), false)
             .report("w0", Some("j"), JobReport::OwnershipLost, 5_000)
             .build();
         assert_eq!(check(&history).status, Status::Held);

@@ -12,6 +12,7 @@
 //! module doc says what its rule ranges over.
 
 mod bounded_liveness;
+mod contention;
 mod exactly_once;
 mod fail_closed;
 mod fence_order;
@@ -78,12 +79,34 @@ fn decide(history: &History, property: Property) -> Verdict {
         Property::BoundedLiveness => bounded_liveness::check(history),
         Property::NoOverlappingHolders => no_overlapping_holders::check(history),
         Property::LeaseContinuity => lease_continuity::check(history),
+        Property::Contention => contention::check(history),
     };
     assert_eq!(
         verdict.property, property,
         "a rule answers for its own property"
     );
     verdict
+}
+
+/// What the rules' own tests build histories with.
+#[cfg(test)]
+mod testing {
+    use crate::history::{HistoryBuilder, Limits};
+
+    /// A history of resource `r` under a 1000 ms lease, a 3000 ms hold,
+    /// 20 renewals, 20 ms of tolerance and a 2000 ms acquire deadline.
+    pub(super) fn builder() -> HistoryBuilder {
+        HistoryBuilder::new(
+            "r",
+            Limits {
+                lease_ms: 1_000,
+                hold_ms_max: 3_000,
+                renewals_max: 20,
+                tolerance_ms: 20,
+                acquire_deadline_ms: 2_000,
+            },
+        )
+    }
 }
 
 /// " (and N more)" when a rule found more than the violation it reports.
@@ -168,6 +191,7 @@ mod tests {
             (Property::BoundedLiveness, Status::Held),
             (Property::NoOverlappingHolders, Status::Held),
             (Property::LeaseContinuity, Status::Held),
+            (Property::Contention, Status::NotExercised),
         ];
         assert_eq!(statuses(&history), expected);
     }
@@ -236,6 +260,7 @@ mod tests {
             (Property::BoundedLiveness, Status::Held),
             (Property::NoOverlappingHolders, Status::Held),
             (Property::LeaseContinuity, Status::Held),
+            (Property::Contention, Status::NotExercised),
         ];
         assert_eq!(statuses(&history), expected);
         // A stale owner rejected, a renew confirmed: now they are exercised.

@@ -277,21 +277,10 @@ fn own_end(history: &History, owner: &str, after_ms: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::history::{HistoryBuilder, Limits, OkValue as V};
+    use crate::history::OkValue as V;
     use crate::verdict::Status;
 
-    fn builder() -> HistoryBuilder {
-        HistoryBuilder::new(
-            "r",
-            Limits {
-                lease_ms: 1_000,
-                hold_ms_max: 3_000,
-                renewals_max: 20,
-                tolerance_ms: 20,
-                acquire_deadline_ms: 10_000,
-            },
-        )
-    }
+    use super::super::testing::builder;
 
     #[test]
     fn one_holder_at_a_time_holds() {

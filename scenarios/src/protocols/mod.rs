@@ -12,6 +12,7 @@ use crate::protocol::{Protocol, StepError};
 
 pub mod app_side_fence_check;
 pub mod del_unlock;
+pub mod fixed_backoff;
 pub mod get_then_del;
 pub mod late_renewal;
 pub mod lock_before_fence;
@@ -31,6 +32,7 @@ pub mod wire;
 
 pub use app_side_fence_check::AppSideFenceCheck;
 pub use del_unlock::DelUnlock;
+pub use fixed_backoff::FixedBackoff;
 pub use get_then_del::GetThenDel;
 pub use late_renewal::LateRenewal;
 pub use lock_before_fence::LockBeforeFence;
@@ -65,6 +67,7 @@ pub fn all() -> Vec<Arc<dyn Protocol>> {
         Arc::new(UnfencedSetNx),
         Arc::new(SetWithoutNx),
         Arc::new(LateRenewal),
+        Arc::new(FixedBackoff),
     ]
 }
 

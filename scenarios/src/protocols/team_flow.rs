@@ -3,8 +3,8 @@
 //!
 //! Each job: draw an owner token; try `LockClient::attempt` (the reference
 //! acquire script, with its bounded re-asks) in a retry loop of the flow's
-//! own — exponential backoff, full jitter unless told otherwise, at most
-//! `attempts_max` tries; once held, **spawn** a renewal task beside the job
+//! own — exponential backoff with full jitter (or, turned wrong, a fixed
+//! delay), at most `attempts_max` tries; once held, **spawn** a renewal task beside the job
 //! (`env.spawner`) that calls `LockClient::renew` every `renew_interval_ms`
 //! and stops at the hold limit, shortening its last renewal to end there;
 //! do the job's work; if the renewal task saw the lease go, report
@@ -36,9 +36,10 @@ use crate::world::{Spawner, WorkerEnv};
 pub struct Knobs {
     /// Time between renewals.
     pub renew_interval_ms: u64,
-    /// Full jitter on the retry backoff; without it every worker retries on
-    /// the same schedule.
-    pub jitter: bool,
+    /// `None`: retry after an exponential backoff with full jitter, as the
+    /// design article asks. `Some(ms)`: retry after this fixed delay, no
+    /// growth and no jitter.
+    pub fixed_retry_ms: Option<u64>,
 }
 
 impl Knobs {
@@ -46,7 +47,7 @@ impl Knobs {
     pub fn correct(config: &LockConfig) -> Self {
         Self {
             renew_interval_ms: config.renew_interval_ms(),
-            jitter: true,
+            fixed_retry_ms: None,
         }
     }
 }
@@ -86,16 +87,15 @@ impl TeamFlow {
 
     /// The pause before retry `attempt` (0-based).
     fn backoff_ms(&self, attempt: u32) -> u64 {
+        if let Some(delay_ms) = self.knobs.fixed_retry_ms {
+            return delay_ms;
+        }
         let window_ms = redfence_core::backoff::backoff_window_ms(
             self.config.backoff_base_ms(),
             self.config.backoff_cap_ms(),
             attempt,
         );
-        if self.knobs.jitter {
-            self.jitter.draw_ms(window_ms)
-        } else {
-            window_ms
-        }
+        self.jitter.draw_ms(window_ms)
     }
 }
 

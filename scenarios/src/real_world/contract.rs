@@ -164,37 +164,44 @@ impl World for RealWorld {
     }
 
     fn peeker(&mut self) -> Peek {
-        self.refresh_primary_url();
-        let url = self.primary_url.clone();
+        /// Reads of one peek before it gives up (each within the timeout).
+        const PEEK_ATTEMPTS_MAX: usize = 3;
+        // Read where the workers' traffic goes at the moment of each peek:
+        // a failover re-points the proxies while the stage is still inside
+        // it.
+        let watch = self.cluster().primary_watch();
         let cached: Rc<RefCell<Option<(String, MultiplexedConnection)>>> = Rc::default();
         Peek::new(move |key| {
-            let url = url.borrow().clone();
+            let url = watch.url();
             let cached = cached.clone();
             Box::pin(async move {
                 let url = url?;
-                let conn = cached.borrow_mut().take();
-                let read = tokio::time::timeout(Duration::from_millis(PEEK_TIMEOUT_MS), async {
-                    let mut conn = match conn {
-                        Some((at, conn)) if at == url => conn,
-                        _ => {
-                            redis::Client::open(url.as_str())?
-                                .get_multiplexed_async_connection()
-                                .await?
-                        }
-                    };
-                    let value: Option<String> =
-                        redis::cmd("GET").arg(&key).query_async(&mut conn).await?;
-                    Ok::<_, redis::RedisError>((conn, value))
-                })
-                .await;
-                match read {
-                    Ok(Ok((conn, value))) => {
+                // The reply the worker just got came from this server, so
+                // it is up: a cached connection that broke (a restart, a
+                // failover) is replaced and the read tried again.
+                for _ in 0..PEEK_ATTEMPTS_MAX {
+                    let conn = cached.borrow_mut().take();
+                    let read =
+                        tokio::time::timeout(Duration::from_millis(PEEK_TIMEOUT_MS), async {
+                            let mut conn = match conn {
+                                Some((at, conn)) if at == url => conn,
+                                _ => {
+                                    redis::Client::open(url.as_str())?
+                                        .get_multiplexed_async_connection()
+                                        .await?
+                                }
+                            };
+                            let value: Option<String> =
+                                redis::cmd("GET").arg(&key).query_async(&mut conn).await?;
+                            Ok::<_, redis::RedisError>((conn, value))
+                        })
+                        .await;
+                    if let Ok(Ok((conn, value))) = read {
                         *cached.borrow_mut() = Some((url, conn));
-                        value
+                        return value;
                     }
-                    // Unreadable now: reopened at the next peek.
-                    Ok(Err(_)) | Err(_) => None,
                 }
+                None
             })
         })
     }
@@ -259,18 +266,9 @@ impl RealWorld {
             }
             Fault::FailOver => {
                 self.needs_replica(fault)?;
-                let failed_over = self.cluster_op(|c| c.fail_over());
-                self.refresh_primary_url();
-                failed_over
+                self.cluster_op(|c| c.fail_over())
             }
         }
-    }
-
-    /// Points the workers' peeks at the primary the proxies use now.
-    fn refresh_primary_url(&mut self) {
-        let cluster = self.cluster();
-        let node = self.block_on(cluster.current_primary());
-        *self.primary_url.borrow_mut() = cluster.redis_node_url(node);
     }
 
     /// [`World::peek`].

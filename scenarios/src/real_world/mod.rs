@@ -220,9 +220,6 @@ pub struct RealWorld {
     /// Direct to the current Redis primary, for peeks; reopened after an
     /// error or a failover.
     peek_conn: Option<(RedisNode, MultiplexedConnection)>,
-    /// The current primary's direct URL, shared with the workers' peeks
-    /// (see `World::peeker`); updated when a fault moves the primary.
-    primary_url: std::rc::Rc<std::cell::RefCell<Option<String>>>,
     started: Instant,
     /// Wall time at `started`, to put the fence log's timestamps on the
     /// world's clock.
@@ -292,7 +289,6 @@ impl RealWorld {
             op_timeout,
             admin_store: admin_store.with_op_timeout(Duration::from_millis(ADMIN_TIMEOUT_MS)),
             peek_conn: None,
-            primary_url: std::rc::Rc::default(),
             started: Instant::now(),
             started_wall_ms,
             rt,
