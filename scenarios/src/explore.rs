@@ -413,6 +413,19 @@ pub struct Found {
     pub target: Vec<Property>,
 }
 
+/// What `progress` is called with after each run while a finding is
+/// being shrunk (otherwise it gets the number of schedules tried).
+pub const SHRINKING: u64 = u64::MAX;
+
+/// Calls its function when dropped: after a run, however it ended.
+struct Defer<'a>(&'a dyn Fn());
+
+impl Drop for Defer<'_> {
+    fn drop(&mut self) {
+        (self.0)();
+    }
+}
+
 /// How long or how much to explore.
 #[derive(Clone, Copy, Debug)]
 pub enum Budget {
@@ -445,7 +458,8 @@ pub const EXPLORE_JOBS_MAX: usize = 256;
 /// Explores on `jobs` threads, thread `i` with exploration seed `seed + i`
 /// and its share of `budget`; every thread stops at the first finding (or
 /// when the budget is spent), and the finding is made 1-minimal. `progress`
-/// is called with the schedules tried so far, after each.
+/// is called with the schedules tried so far, after each, and with
+/// [`SHRINKING`] after each run of the shrinking that follows a finding.
 pub fn explore_parallel(
     worlds: &dyn WorldFactory,
     protocol: Arc<dyn Protocol>,
@@ -471,7 +485,13 @@ pub fn explore_parallel(
                 let protocol = protocol.clone();
                 let (stop, tried) = (&stop, &tried);
                 scope.spawn(move || {
-                    let tick = |_: u64| progress(tried.fetch_add(1, Ordering::Relaxed) + 1);
+                    let tick = |n: u64| {
+                        if n == SHRINKING {
+                            progress(SHRINKING);
+                        } else {
+                            progress(tried.fetch_add(1, Ordering::Relaxed) + 1);
+                        }
+                    };
                     explore_until(
                         worlds,
                         protocol,
@@ -576,7 +596,9 @@ fn explore_until(
     match result {
         Err(TestError::Fail(_, (world_seed, schedule))) => {
             let seed = u64::from(world_seed);
-            let (schedule, record, minimal, target) = minimize_to(worlds, protocol, seed, schedule);
+            let shrunk = || tick(SHRINKING);
+            let (schedule, record, minimal, target) =
+                minimize_to(worlds, protocol, seed, schedule, &shrunk);
             Exploration {
                 cases,
                 found: Some(Found {
@@ -612,19 +634,22 @@ pub fn minimize(
     seed: u64,
     schedule: Schedule,
 ) -> (Schedule, RunRecord, bool) {
-    let (schedule, record, minimal, _) = minimize_to(worlds, protocol, seed, schedule);
+    let (schedule, record, minimal, _) = minimize_to(worlds, protocol, seed, schedule, &|| {});
     (schedule, record, minimal)
 }
 
 /// [`minimize`], also answering the properties it kept to (see
-/// [`Found::target`]).
+/// [`Found::target`]), and calling `after_run` after each run (so a
+/// watchdog sees shrinking make progress).
 fn minimize_to(
     worlds: &dyn WorldFactory,
     protocol: Arc<dyn Protocol>,
     seed: u64,
     schedule: Schedule,
+    after_run: &dyn Fn(),
 ) -> (Schedule, RunRecord, bool, Vec<Property>) {
     let run = |schedule: &Schedule| {
+        let _ran = Defer(after_run);
         run_one(
             worlds,
             &RandomFaults {

@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use redfence_scenarios::catalog::{self, hotspot_load};
 use redfence_scenarios::explore::{
-    explore, explore_parallel, Budget, FaultKind, RandomFaults, Schedule,
+    explore_parallel, Budget, FaultKind, RandomFaults, Schedule, SHRINKING,
 };
 use redfence_scenarios::mutation::{self, CATCHES};
 use redfence_scenarios::protocols::{self, Reference};
@@ -221,7 +221,18 @@ fn random_faults() {
     assert_eq!(clean.cases, 100);
 
     let mutant = protocols::by_name("no-fence-check").expect("a shipped mutant");
-    let broken = explore(&SimWorlds, mutant, 1, Budget::Cases(200));
+    // Shrinking reports each of its runs as progress (a real-world
+    // watchdog counts on it).
+    let shrink_runs = std::sync::atomic::AtomicU64::new(0);
+    let broken = explore_parallel(&SimWorlds, mutant, 1, 1, Budget::Cases(200), &|tried| {
+        if tried == SHRINKING {
+            shrink_runs.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+    });
+    assert!(
+        shrink_runs.load(std::sync::atomic::Ordering::Relaxed) > 0,
+        "shrinking ran without reporting progress"
+    );
     let found = broken
         .found
         .expect("random faults break a store without a fence check");

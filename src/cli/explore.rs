@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Args;
-use redfence_scenarios::explore::{explore_parallel, Budget, EXPLORE_JOBS_MAX};
+use redfence_scenarios::explore::{explore_parallel, Budget, EXPLORE_JOBS_MAX, SHRINKING};
 use redfence_scenarios::timeline::timeline;
 
 use super::CliError;
@@ -84,9 +84,18 @@ pub fn explore(args: ExploreArgs) -> Result<ExitCode, CliError> {
         args.seed,
         args.seed.wrapping_add(jobs as u64 - 1)
     );
+    // A real-world run that hangs stops the command (exit 124), as in
+    // `run`: every finished run — explored or shrinking — is progress.
+    let watchdog = super::run::watchdog(&args.world, None)?;
     let started = std::time::Instant::now();
     let last_report = std::sync::Mutex::new(started);
     let progress = |tried: u64| {
+        if let Some(watchdog) = &watchdog {
+            watchdog.progress();
+        }
+        if tried == SHRINKING {
+            return;
+        }
         let mut last = last_report.lock().unwrap_or_else(|e| e.into_inner());
         if last.elapsed() >= PROGRESS_EVERY {
             *last = std::time::Instant::now();
@@ -105,6 +114,7 @@ pub fn explore(args: ExploreArgs) -> Result<ExitCode, CliError> {
         Budget::Time(args.time),
         &progress,
     );
+    drop(watchdog);
     let elapsed = started.elapsed().as_secs_f64();
     match result.found {
         None => {
