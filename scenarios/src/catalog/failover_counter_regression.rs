@@ -17,7 +17,7 @@ use crate::scenario::{Param, Scenario, ScenarioError, Setup};
 use crate::stage::Stage;
 use crate::world::Fault;
 
-use super::{jobs, plan, settle};
+use super::{jobs, plan, settle, STEP_MS_MAX};
 
 /// Jobs per worker: enough that work goes on after the failover, which
 /// takes a few hundred milliseconds on real servers.
@@ -30,6 +30,15 @@ const GAP_MS: u64 = 100;
 const BEFORE_CUT_MS: u64 = 800;
 /// Acquisitions on the primary that never reach the replica.
 const CUT_MS: u64 = 800;
+/// Fewest acquisitions the replica must miss before the failover.
+const UNSEEN_MIN: u32 = 2;
+
+/// Acquisitions by every worker so far.
+fn acquisitions(stage: &Stage<'_>) -> u32 {
+    (0..stage.workers())
+        .map(|i| stage.probe(i).acquisitions())
+        .sum()
+}
 
 /// See the module doc.
 #[derive(Clone, Copy, Debug, Default)]
@@ -87,7 +96,15 @@ impl Scenario for FailoverCounterRegression {
         }
         stage.run_for(BEFORE_CUT_MS)?;
         stage.fault(Fault::CutReplication)?;
+        let at_cut = acquisitions(stage);
         stage.run_for(CUT_MS)?;
+        // The regression needs fences the replica never saw: on a slow
+        // machine the window may pass with none, so wait for them (bounded).
+        if !stage.run_until(STEP_MS_MAX, |s| acquisitions(s) >= at_cut + UNSEEN_MIN)? {
+            return Err(ScenarioError::Stuck(format!(
+                "fewer than {UNSEEN_MIN} acquisitions after replication was cut"
+            )));
+        }
         stage.fault(Fault::FailOver)?;
         settle(stage)
     }
