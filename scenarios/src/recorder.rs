@@ -5,10 +5,10 @@
 //! (the worker crashed, or the run ended while it waited) stays
 //! indeterminate with no completion, which is exactly what the checker must
 //! assume about it. Ids are assigned in record order, which is
-//! deterministic because every worker runs on the world's single thread;
-//! at the step level that is invoke order, while the whole-worker level
-//! (`whole_worker`) records a Redis command once its reply is in, with the
-//! times it observed.
+//! deterministic because every worker runs on the world's single thread,
+//! and it is invoke order at both plug-in levels (the whole-worker level,
+//! `whole_worker`, records a request as it leaves and completes it with
+//! the time its answer came).
 
 use std::sync::{Arc, Mutex};
 
@@ -127,6 +127,17 @@ impl Recorder {
                 *issued = Some(fence);
             }
         }
+    }
+
+    /// Records the completion of `op` at `at_ms` (observed earlier than
+    /// now), with `outcome`.
+    pub fn complete_at(&self, op: OpHandle, at_ms: u64, outcome: Outcome) {
+        let Some(id) = op.0 else { return };
+        let mut inner = self.lock();
+        let entry = &mut inner.ops[(id - 1) as usize];
+        assert!(entry.complete_ms.is_none(), "op {id} completed twice");
+        entry.complete_ms = Some(at_ms.max(entry.invoke_ms));
+        entry.outcome = outcome;
     }
 
     /// Records a worker's final word on a job, now.

@@ -33,7 +33,7 @@
 //! read of the lock key after each token-carrying reply while acquiring.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
@@ -61,56 +61,46 @@ pub const TOKENS_REMEMBERED_MAX: usize = 64;
 /// drains them after every poll, so more means a runaway loop.
 pub const EVENTS_PENDING_MAX: usize = 4_096;
 
-/// One reply to a Redis command that carried one of the worker's tokens.
+/// An acquire attempt the server answered without an error: whether it
+/// acquired is read from the server in the worker's own task.
 #[derive(Clone, Debug)]
 struct Reply {
     owner: String,
-    invoke_ms: u64,
-    /// `None` when the caller stopped waiting (its own timeout dropped the
-    /// request): the command may still run, so it stays uncompleted.
-    complete_ms: Option<u64>,
-    /// `None`: a definite answer; `Some((definite, why))`: an error.
-    error: Option<(bool, String)>,
+    op: OpHandle,
+    complete_ms: u64,
 }
 
-/// Notes a token-carrying request's answer — or, if the caller drops the
-/// request first (a client-side timeout), that none came.
+/// One token-carrying request on its way: recorded when sent, completed
+/// with its answer. A request whose answer never comes — the caller's own
+/// timeout dropped it, or the worker crashed — stays uncompleted and
+/// indeterminate, as at the step level: it may still take effect.
 struct Pending {
     shared: Arc<Shared>,
     owner: String,
-    invoke_ms: u64,
-    answered: bool,
+    op: OpHandle,
+    acquiring: bool,
 }
 
 impl Pending {
-    fn answer<T>(mut self, result: &redis::RedisResult<T>) {
-        self.answered = true;
-        if is_noscript(result) {
-            // EVALSHA before EVAL: the client library's own retry, never
-            // an effect.
-            return;
-        }
-        self.shared.push(Reply {
-            owner: std::mem::take(&mut self.owner),
-            invoke_ms: self.invoke_ms,
-            complete_ms: Some(self.shared.clock.now_ms()),
-            error: result.as_ref().err().map(redis_error),
-        });
-    }
-}
-
-impl Drop for Pending {
-    fn drop(&mut self) {
-        if !self.answered {
-            self.shared.push(Reply {
-                owner: std::mem::take(&mut self.owner),
-                invoke_ms: self.invoke_ms,
-                complete_ms: None,
-                error: Some((
-                    false,
-                    "the caller stopped waiting for the answer".to_owned(),
-                )),
-            });
+    fn answer<T>(self, result: &redis::RedisResult<T>) {
+        let recorder = &self.shared.recorder;
+        match result {
+            Err(error) if is_noscript(result) => {
+                // EVALSHA before EVAL: the client library's own retry.
+                recorder.complete(self.op, Outcome::Fail(error.to_string()));
+            }
+            Err(error) => match redis_error(error) {
+                (true, why) => recorder.complete(self.op, Outcome::Fail(why)),
+                (false, why) => recorder.give_up(self.op, why),
+            },
+            Ok(_) if !self.acquiring => {
+                recorder.complete(self.op, Outcome::Ok(OkValue::Answered));
+            }
+            Ok(_) => self.shared.push(Reply {
+                owner: self.owner,
+                op: self.op,
+                complete_ms: self.shared.clock.now_ms(),
+            }),
         }
     }
 }
@@ -132,6 +122,11 @@ struct Shared {
     seen: Mutex<Seen>,
     arrived: Notify,
     clock: Clock,
+    recorder: Recorder,
+    probe: Probe,
+    worker: String,
+    /// Acquire attempts sent in the current job.
+    attempts: AtomicU32,
 }
 
 impl Shared {
@@ -185,6 +180,10 @@ impl Observer {
             seen: Mutex::default(),
             arrived: Notify::new(),
             clock: recorder.clock().clone(),
+            recorder: recorder.clone(),
+            probe: probe.clone(),
+            worker: worker.to_owned(),
+            attempts: AtomicU32::new(0),
         };
         Self {
             shared: Arc::new(shared),
@@ -317,6 +316,7 @@ async fn run_job(
         wait_ms: None,
         report: JobReport::Failed,
     };
+    watcher.observer.shared.attempts.store(0, Ordering::SeqCst);
     watcher.observer.probe.set(Phase::Acquiring);
     let run = runner.run(job);
     tokio::pin!(run);
@@ -330,6 +330,7 @@ async fn run_job(
             report = &mut run => {
                 watcher.drain(&mut stat, started_ms).await;
                 stat.report = report;
+                stat.attempts = watcher.observer.shared.attempts.load(Ordering::SeqCst);
                 return stat;
             }
             () = watcher.observer.shared.arrived.notified() => {
@@ -361,50 +362,23 @@ impl Watcher {
 
     async fn classify(&mut self, reply: Reply, stat: &mut JobStat, started_ms: u64) {
         let observer = &self.observer;
-        let acquiring = observer.probe.phase() == Phase::Acquiring;
-        let kind = if acquiring {
-            OpKind::Acquire
+        let holder = self.peek.get(&self.lock_key).await;
+        let acquired = holder.as_deref() == Some(reply.owner.as_str());
+        let outcome = if acquired {
+            OkValue::Acquired { fence: None }
         } else {
-            OpKind::Command
+            OkValue::Contended
         };
-        let outcome = match &reply.error {
-            Some((true, why)) => Outcome::Fail(why.clone()),
-            Some((false, why)) => Outcome::Indeterminate(why.clone()),
-            None if !acquiring => Outcome::Ok(OkValue::Answered),
-            None => {
-                stat.attempts += 1;
-                let holder = self.peek.get(&self.lock_key).await;
-                if holder.as_deref() == Some(reply.owner.as_str()) {
-                    Outcome::Ok(OkValue::Acquired { fence: None })
-                } else {
-                    Outcome::Ok(OkValue::Contended)
-                }
-            }
-        };
-        if reply.error.is_some() && acquiring {
-            stat.attempts += 1;
-        }
-        let acquired = matches!(outcome, Outcome::Ok(OkValue::Acquired { .. }));
-        let op = observer.recorder.record(
-            &observer.worker,
-            Some(&reply.owner),
-            kind,
-            reply.invoke_ms,
-            // As at the step level: a request without a definite answer
-            // may still take effect, so it stays uncompleted.
-            reply
-                .complete_ms
-                .filter(|_| !matches!(outcome, Outcome::Indeterminate(_))),
-            outcome,
-        );
+        observer
+            .recorder
+            .complete_at(reply.op, reply.complete_ms, Outcome::Ok(outcome));
         if acquired {
             self.acquires.retain(|(owner, _)| *owner != reply.owner);
-            self.acquires.push((reply.owner.clone(), op));
+            self.acquires.push((reply.owner.clone(), reply.op));
             if self.acquires.len() > TOKENS_REMEMBERED_MAX {
                 self.acquires.remove(0);
             }
-            let acquired_ms = reply.complete_ms.unwrap_or(reply.invoke_ms);
-            stat.wait_ms = Some(acquired_ms.saturating_sub(started_ms));
+            stat.wait_ms = Some(reply.complete_ms.saturating_sub(started_ms));
             observer.probe.set(Phase::Holding);
         }
     }
@@ -434,12 +408,23 @@ fn redis_error(error: &redis::RedisError) -> (bool, String) {
 }
 
 impl ObservedRedis {
+    /// Records the request carrying `owner` as it leaves: an acquire
+    /// attempt while the worker is acquiring, a command after.
     fn pending(&self, owner: String) -> Pending {
+        let shared = &self.shared;
+        let acquiring = shared.probe.phase() == Phase::Acquiring;
+        let kind = if acquiring {
+            shared.attempts.fetch_add(1, Ordering::SeqCst);
+            OpKind::Acquire
+        } else {
+            OpKind::Command
+        };
+        let op = shared.recorder.invoke(&shared.worker, Some(&owner), kind);
         Pending {
-            shared: self.shared.clone(),
+            shared: shared.clone(),
             owner,
-            invoke_ms: self.shared.clock.now_ms(),
-            answered: false,
+            op,
+            acquiring,
         }
     }
 }

@@ -338,3 +338,31 @@ fn the_whole_worker_mutants_base_flow_is_correct_when_set_up_right() {
         }
     }
 }
+
+#[test]
+fn a_release_cut_off_by_a_crash_is_still_the_workers_own() {
+    // Found by `redfence explore` once: w0's release reached Redis, then w0
+    // crashed before the answer came. The request must still be in the
+    // history (recorded as it left), or its deletion looks like someone
+    // else's and w0's lease like one that never ended.
+    let schedule: redfence_scenarios::explore::Schedule =
+        "0 partition-redis w1 1191; 736 drop-store-replies w0 365; 1371 restart-redis 790; \
+         3421 crash w0 1"
+            .parse()
+            .expect("a schedule");
+    let record = run_one(
+        &SimWorlds,
+        &redfence_scenarios::explore::RandomFaults { schedule },
+        Arc::new(Reference),
+        126_243_607,
+    );
+    assert!(!record.failed(), "{:?}", record.verdicts);
+    let history = record.history.as_ref().expect("a history");
+    assert!(
+        history
+            .ops
+            .iter()
+            .any(|op| op.worker == "w0" && op.kind == OpKind::Command && op.complete_ms.is_none()),
+        "the unanswered release is recorded"
+    );
+}
