@@ -74,7 +74,7 @@ impl Protocol for ReferenceSteps {
 }
 
 /// The library's lock client over `env`'s handles, configured by `config`.
-fn lock_client(env: &WorkerEnv, config: &LockConfig) -> LockClient<RedisConn> {
+pub(crate) fn lock_client(env: &WorkerEnv, config: &LockConfig) -> LockClient<RedisConn> {
     let mut builder = LockClient::builder(env.redis.clone(), config.clone())
         .tokens(env.tokens.clone())
         .jitter(env.jitter.clone());

@@ -22,8 +22,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use redfence_core::{
-    Attempt, FenceSourceKind, FencedStore, FencedWrite, Jitter, JobId, JobOutcome, JobWrite,
-    LockClient, LockConfig, Renewal, ResourceName,
+    Attempt, FencedStore, FencedWrite, Jitter, JobId, JobOutcome, JobWrite, LockClient, LockConfig,
+    Renewal, ResourceName,
 };
 
 use crate::conn::RedisConn;
@@ -66,16 +66,9 @@ pub struct TeamFlow {
 impl TeamFlow {
     /// The flow over `env`'s handles, set up by `knobs`.
     pub fn new(env: &WorkerEnv, config: &LockConfig, knobs: Knobs) -> Self {
-        let mut builder = LockClient::builder(env.redis.clone(), config.clone())
-            .tokens(env.tokens.clone())
-            .jitter(env.jitter.clone());
-        if config.fence_source() == FenceSourceKind::Store {
-            builder = builder.fence_source(env.store_fences.clone());
-        }
         Self {
-            client: builder
-                .build()
-                .expect("the world supplies the fence source the config names"),
+            // The library's own wire calls; the flow around them is the team's.
+            client: super::reference::lock_client(env, config),
             store: env.store.clone(),
             jitter: env.jitter.clone(),
             spawner: env.spawner.clone(),
