@@ -26,6 +26,11 @@ use crate::reaper;
 /// Poll interval while waiting for children to exit or container starts to
 /// finish.
 const POLL_MS: u64 = 20;
+/// A teardown tries a folder's delete at least this often (a writer of the
+/// stopping run may race the first tries), even past its budget…
+const FOLDER_DELETE_TRIES: u32 = 5;
+/// …and never more often than this, whatever its budget.
+const FOLDER_DELETE_TRIES_MAX: u32 = 250;
 
 /// A registered child.
 #[derive(Clone, Debug)]
@@ -98,14 +103,20 @@ pub fn registered_children() -> Vec<u32> {
     registry().children.iter().map(|c| c.pid).collect()
 }
 
-/// Registers a run's temporary folder (deleted by a teardown). Refused once
-/// a teardown has begun.
-pub(crate) fn register_folder(path: PathBuf) -> Result<()> {
+/// Creates a run's temporary folder and registers it (deleted by a
+/// teardown), under one lock: a teardown either sees the folder or has
+/// begun before it exists, in which case it is not created. Creating and
+/// registering in two steps left a window in which a signal's teardown
+/// missed a folder that then outlived the run (seen in CI). Refused once a
+/// teardown has begun.
+pub(crate) fn create_folder(path: &std::path::Path) -> Result<()> {
     let mut registry = registry();
     if registry.closing {
         return Err(closing_error("local provider"));
     }
-    registry.folders.push(path);
+    std::fs::create_dir(path)
+        .map_err(|e| ChaosError::io(format!("creating {}", path.display()), e))?;
+    registry.folders.push(path.to_path_buf());
     Ok(())
 }
 
@@ -254,9 +265,9 @@ pub fn teardown(budget: Duration) -> Teardown {
     }
     // Folders last: a stopping server may still write into its own.
     for folder in folders {
-        match std::fs::remove_dir_all(&folder) {
-            Ok(()) => report.folders += 1,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        match remove_folder(&folder, deadline) {
+            Ok(true) => report.folders += 1,
+            Ok(false) => {}
             Err(e) => report
                 .problems
                 .push(format!("deleting {}: {e}", folder.display())),
@@ -264,6 +275,28 @@ pub fn teardown(budget: Duration) -> Teardown {
     }
     report.took = started.elapsed();
     report
+}
+
+/// Deletes a run folder; `Ok(false)` if it was already gone. A thread of
+/// the run being stopped may still be writing into it (a server's files, a
+/// pid file), which makes a delete fail with "directory not empty": it is
+/// retried until `deadline` (and at least [`FOLDER_DELETE_TRIES`] times).
+/// Nothing recreates a deleted run folder: what the run creates inside it
+/// is created without its parents.
+fn remove_folder(folder: &std::path::Path, deadline: Instant) -> std::io::Result<bool> {
+    let mut last = None;
+    for attempt in 0..FOLDER_DELETE_TRIES_MAX {
+        match std::fs::remove_dir_all(folder) {
+            Ok(()) => return Ok(true),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(attempt > 0),
+            Err(e) => last = Some(e),
+        }
+        if attempt + 1 >= FOLDER_DELETE_TRIES && Instant::now() >= deadline {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(POLL_MS));
+    }
+    Err(last.expect("at least one try failed"))
 }
 
 /// Removes the containers labelled as created by this process, within

@@ -209,6 +209,9 @@ fn probe(folder: &Path) -> std::io::Result<()> {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos());
     let path = folder.join(format!(".redfence-probe-{}-{nanos}", std::process::id()));
+    // A signal's stop waits for this guard, so it never exits between the
+    // probe's creation and its removal (a kill test saw one left behind).
+    let _writing = super::signals::output_guard();
     std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)

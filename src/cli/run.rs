@@ -116,6 +116,15 @@ pub fn record_provenance(result: &mut Sweep) {
 /// Runs the sweep and prints it.
 pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
     let watchdog = watchdog(&args.world, args.run_timeout)?;
+    // Outputs are checked before any work, servers included: a sweep's
+    // minutes are not spent to fail at the end on a path that cannot be
+    // written.
+    if let Some(path) = &args.json {
+        super::report::check_file_writable(std::path::Path::new(path))?;
+    }
+    if let Some(dir) = &args.out.out {
+        super::report::check_dir_writable(dir)?;
+    }
     let worlds = super::world(&args.world)?;
     let real = worlds.kind() == WorldKind::Real;
     let (seed_first, seeds) = match (args.seed, args.seeds) {
@@ -133,14 +142,6 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
             u64::MAX,
             u64::MAX - (seeds - 1)
         )));
-    }
-    // Outputs are checked before any run: a sweep's minutes are not spent
-    // to fail at the end on a path that cannot be written.
-    if let Some(path) = &args.json {
-        super::report::check_file_writable(std::path::Path::new(path))?;
-    }
-    if let Some(dir) = &args.out.out {
-        super::report::check_dir_writable(dir)?;
     }
     let plan = SweepPlan {
         scenarios: super::scenarios(&args.scenarios)?,

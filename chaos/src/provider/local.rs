@@ -225,9 +225,10 @@ fn log_file(path: &Path) -> Result<(File, File)> {
     Ok((out, err))
 }
 
+/// Creates a folder inside the run folder, never its parents: a run folder
+/// that a teardown deleted stays deleted.
 fn mkdir(path: &Path) -> Result<()> {
-    std::fs::create_dir_all(path)
-        .map_err(|e| ChaosError::io(format!("creating {}", path.display()), e))
+    std::fs::create_dir(path).map_err(|e| ChaosError::io(format!("creating {}", path.display()), e))
 }
 
 fn write_file(path: &Path, text: &str) -> Result<()> {
@@ -246,12 +247,7 @@ fn write_pid_file(root: &Path, server: &str, child: &Child) -> Result<()> {
 /// Creates the run folder, owned by this process: registered for a
 /// signal's teardown, and naming its owner for a later run's reaper.
 fn create_run_folder(root: &Path) -> Result<()> {
-    std::fs::create_dir(root)
-        .map_err(|e| ChaosError::io(format!("creating {}", root.display()), e))?;
-    if let Err(e) = live::register_folder(root.to_path_buf()) {
-        let _ = std::fs::remove_dir_all(root);
-        return Err(e);
-    }
+    live::create_folder(root)?;
     write_file(&root.join(OWNER_FILE), &reaper::own_identity())
 }
 
