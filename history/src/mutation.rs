@@ -83,6 +83,16 @@ pub const CATCHES: &[Catch] = &[
     catch(LATE_RENEWAL, RENEWAL_LIMITS, Property::LeaseContinuity),
     catch(LATE_RENEWAL, LATE_UNLOCK, Property::LeaseContinuity),
     catch(FIXED_BACKOFF, HOTSPOT_LOAD, Property::Contention),
+    catch(
+        PROCESS_WIDE_TOKEN,
+        CONCURRENT_JOBS,
+        Property::NoOverlappingHolders,
+    ),
+    catch(
+        PROCESS_WIDE_TOKEN,
+        CONCURRENT_JOBS,
+        Property::FenceUniqueness,
+    ),
 ];
 
 /// Every property each shipped mutant violates anywhere in the catalog (on
@@ -152,6 +162,12 @@ pub const EXPECTED_VIOLATIONS: &[(&str, &[Property])] = &[
     ),
     (LATE_RENEWAL, &[Property::LeaseContinuity]),
     (FIXED_BACKOFF, &[Property::Contention]),
+    // Two jobs of one process share a token: both "hold" one lease, under
+    // one fence.
+    (
+        PROCESS_WIDE_TOKEN,
+        &[Property::FenceUniqueness, Property::NoOverlappingHolders],
+    ),
 ];
 
 /// The properties `mutant` is expected to violate somewhere (see

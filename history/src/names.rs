@@ -34,12 +34,14 @@ pub mod scenario {
     pub const FAILOVER_COUNTER_REGRESSION: &str = "failover-counter-regression";
     /// Many workers contend for one hot resource.
     pub const HOTSPOT_LOAD: &str = "hotspot-load";
+    /// Each worker runs several jobs on one resource at once.
+    pub const CONCURRENT_JOBS: &str = "concurrent-jobs";
     /// Random fault schedules (exploration), not part of the catalog.
     pub const RANDOM_FAULTS: &str = "random-faults";
 
     /// The catalog's scenarios, in order (without [`RANDOM_FAULTS`], which
     /// only exploration runs).
-    pub const ALL: [&str; 12] = [
+    pub const ALL: [&str; 13] = [
         MUTUAL_EXCLUSION,
         STALE_WORKER_PAUSE,
         LATE_UNLOCK,
@@ -52,6 +54,7 @@ pub mod scenario {
         FENCE_REJECTED,
         FAILOVER_COUNTER_REGRESSION,
         HOTSPOT_LOAD,
+        CONCURRENT_JOBS,
     ];
 }
 
@@ -88,9 +91,12 @@ pub mod mutant {
     pub const LATE_RENEWAL: &str = "late-renewal";
     /// A whole worker whose retries back off without jitter.
     pub const FIXED_BACKOFF: &str = "fixed-backoff";
+    /// A whole worker that draws one owner token per process and reuses it
+    /// for every job, so its jobs running at once all "hold" the lock.
+    pub const PROCESS_WIDE_TOKEN: &str = "process-wide-token";
 
     /// Every shipped mutant, in catalog order.
-    pub const ALL: [&str; 15] = [
+    pub const ALL: [&str; 16] = [
         DEL_UNLOCK,
         GET_THEN_DEL,
         RENEW_WITHOUT_OWNER_CHECK,
@@ -106,6 +112,7 @@ pub mod mutant {
         SET_WITHOUT_NX,
         LATE_RENEWAL,
         FIXED_BACKOFF,
+        PROCESS_WIDE_TOKEN,
     ];
 }
 
@@ -126,9 +133,33 @@ pub fn worker_name(index: usize) -> String {
     format!("w{index}")
 }
 
+/// The name of job slot `slot` of a worker that runs several jobs at once
+/// (`w0.1`): each slot is a holder of its own in the history — two jobs of
+/// one process that both believe they hold the lock are two holders, as
+/// much as two processes are. A worker that runs one job at a time records
+/// under its own name.
+pub fn task_name(worker: &str, slot: usize) -> String {
+    format!("{worker}.{slot}")
+}
+
+/// The worker (process) a history name belongs to: `w0` for `w0` and for
+/// its job slots `w0.1`. Faults (a pause, a crash, a partition) strike a
+/// process, so every slot of it.
+pub fn process_of(name: &str) -> &str {
+    name.split_once('.').map_or(name, |(process, _)| process)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_slot_belongs_to_its_process() {
+        assert_eq!(task_name("w0", 1), "w0.1");
+        assert_eq!(process_of("w0.1"), "w0");
+        assert_eq!(process_of("w12"), "w12");
+        assert_eq!(process_of(&task_name(&worker_name(3), 0)), "w3");
+    }
 
     #[test]
     fn names_are_unique_kebab_case_and_distinct_from_properties() {

@@ -257,8 +257,9 @@ pub fn metrics(history: &History, stats: &[JobStat], workers: usize) -> Metrics 
         match (&op.kind, &op.outcome) {
             (OpKind::Acquire, Outcome::Ok(OkValue::Acquired { .. })) => {
                 m.acquired += 1;
+                // Per process: a worker's job slots count as the worker.
                 *m.acquisitions_per_worker
-                    .entry(op.worker.clone())
+                    .entry(crate::names::process_of(&op.worker).to_owned())
                     .or_default() += 1;
                 if let Some(owner) = op.owner.as_deref() {
                     open.insert(owner, op.invoke_ms);

@@ -292,7 +292,7 @@ impl Sweep {
     /// The sweep in one line: per protocol that had to pass, how many
     /// scenarios it held (violated nothing in) and which properties no
     /// scenario exercised; for the mutants, how many promised catches
-    /// happened (`my-lock: 10/12 scenarios held (failed:
+    /// happened (`my-lock: 11/13 scenarios held (failed:
     /// stale-worker-pause, late-unlock) (never exercised:
     /// unfenced-stale-write)`).
     pub fn verdict_line(&self) -> String {

@@ -143,7 +143,7 @@ async fn call(
 
 #[async_trait(?Send)]
 impl JobRunner for Runner {
-    async fn run(&mut self, job: &Job) -> JobReport {
+    async fn run(&self, job: &Job) -> JobReport {
         let Ok(resource) = ResourceName::new(job.resource.as_str()) else {
             return JobReport::Failed;
         };

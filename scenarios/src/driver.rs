@@ -155,6 +155,50 @@ pub struct WorkerPlan {
     pub backoff: Backoff,
     /// Pause before each job (spreads workers' starts).
     pub start_delay_ms: u64,
+    /// How many of the jobs run at once (at least 1): a worker process
+    /// with a pool of job tasks sharing its connections and its lock
+    /// client. Job `i` runs in slot `i % jobs_at_once`, each slot's jobs
+    /// one after another; each slot is a holder of its own in the history
+    /// (`w0.0`, `w0.1`, …) when this is above 1.
+    pub jobs_at_once: usize,
+}
+
+pub use crate::job_slot::JOBS_AT_ONCE_MAX;
+
+impl WorkerPlan {
+    /// Asserts the plan's bounds: at most [`JOBS_MAX`] jobs, between 1 and
+    /// [`JOBS_AT_ONCE_MAX`] at once.
+    pub fn check(&self) {
+        assert!(
+            self.jobs.len() <= JOBS_MAX,
+            "a plan holds at most {JOBS_MAX} jobs"
+        );
+        assert!(
+            (1..=JOBS_AT_ONCE_MAX).contains(&self.jobs_at_once),
+            "a worker runs 1 to {JOBS_AT_ONCE_MAX} jobs at once, not {}",
+            self.jobs_at_once
+        );
+    }
+
+    /// The history name of slot `slot` of worker `worker` under this plan:
+    /// the worker's own name when it runs one job at a time.
+    pub fn slot_name(&self, worker: &str, slot: usize) -> String {
+        if self.jobs_at_once > 1 {
+            redfence_history::names::task_name(worker, slot)
+        } else {
+            worker.to_owned()
+        }
+    }
+
+    /// The jobs slot `slot` runs, in order: every `jobs_at_once`-th job
+    /// from the slot's own index, so jobs start in plan order as the slots
+    /// start together.
+    pub fn slot_jobs(&self, slot: usize) -> impl Iterator<Item = &JobSpec> {
+        self.jobs
+            .iter()
+            .skip(slot)
+            .step_by(self.jobs_at_once.max(1))
+    }
 }
 
 fn outcome_of(error: &StepError) -> Outcome {
@@ -164,24 +208,53 @@ fn outcome_of(error: &StepError) -> Outcome {
     }
 }
 
-/// Runs `plan` for the worker in `env`, recording every step.
+/// Runs `plan` for the worker in `env`, recording every step: one session
+/// per job slot (`sessions.len() == plan.jobs_at_once`), the slots' flows
+/// side by side in the worker's task.
 pub async fn run_worker(
     env: WorkerEnv,
-    mut session: Box<dyn Session>,
+    sessions: Vec<Box<dyn Session>>,
     recorder: Recorder,
     probe: Probe,
     plan: WorkerPlan,
 ) {
-    assert!(
-        plan.jobs.len() <= JOBS_MAX,
-        "a plan holds at most {JOBS_MAX} jobs"
+    plan.check();
+    assert_eq!(
+        sessions.len(),
+        plan.jobs_at_once,
+        "one session per job slot"
     );
     // The store must know the resource; creating it is idempotent and not
     // part of the protocol under test, so it is not recorded.
     if let Ok(name) = redfence_core::ResourceName::new(plan.resource.as_str()) {
         let _ = env.store.ensure_resource(&name).await;
     }
-    for job in &plan.jobs {
+    let flows = sessions.into_iter().enumerate().map(|(slot, session)| {
+        let env = WorkerEnv {
+            name: plan.slot_name(&env.name, slot),
+            ..env.clone()
+        };
+        let (recorder, probe, plan) = (recorder.clone(), probe.clone(), plan.clone());
+        let flow: crate::job_slot::SlotFuture<'_, ()> =
+            Box::pin(crate::job_slot::scope(Some(slot), async move {
+                run_slot(env, session, recorder, probe, plan, slot).await;
+            }));
+        flow
+    });
+    crate::job_slot::join_all(flows.collect()).await;
+    probe.set(Phase::Done);
+}
+
+/// One job slot's jobs, one after another.
+async fn run_slot(
+    env: WorkerEnv,
+    mut session: Box<dyn Session>,
+    recorder: Recorder,
+    probe: Probe,
+    plan: WorkerPlan,
+    slot: usize,
+) {
+    for job in plan.slot_jobs(slot) {
         if plan.start_delay_ms > 0 {
             tokio::time::sleep(Duration::from_millis(plan.start_delay_ms)).await;
         }
@@ -190,7 +263,6 @@ pub async fn run_worker(
         probe.stat(stat);
         probe.set(Phase::Idle);
     }
-    probe.set(Phase::Done);
 }
 
 /// One job through the flow; returns its statistics (with the report).

@@ -28,6 +28,7 @@ pub mod catalog;
 pub mod conn;
 pub mod driver;
 pub mod explore;
+mod job_slot;
 pub mod protocol;
 pub mod protocols;
 pub mod real_world;

@@ -89,6 +89,13 @@ impl Job {
 
 /// A team's whole worker: runs one job end to end and says how it ended.
 ///
+/// One runner serves a whole worker process, and a scenario may run
+/// several of its jobs at once (`WorkerPlan::jobs_at_once`), as a service's
+/// job tasks share one lock client: `run` takes `&self` and may be called
+/// again before an earlier call has returned. State shared between jobs is
+/// the runner's to guard — which is where bugs such as one owner token per
+/// process live.
+///
 /// Use only the handles in the [`WorkerEnv`] it was made from: its Redis
 /// connection, its store, its owner tokens (`env.tokens`: the harness tells
 /// holders apart by them, and they are seeded in the simulation), its
@@ -100,7 +107,7 @@ pub trait JobRunner {
     /// Runs `job`: acquire (with whatever retries the lock does), work
     /// ([`Job::work`]) while holding, the protected write through the
     /// store, release; returns the job's report.
-    async fn run(&mut self, job: &Job) -> JobReport;
+    async fn run(&self, job: &Job) -> JobReport;
 }
 
 /// A lease as the worker believes it holds it.

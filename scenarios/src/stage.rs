@@ -111,15 +111,32 @@ impl<'w> Stage<'w> {
         let probe = self.probes[index].clone();
         let lock_key = self.lock_key()?;
         let peek = self.world.peeker();
+        plan.check();
         self.world.spawn_worker(
             index,
             Box::new(move |env: WorkerEnv| {
                 let warm_up = warm_up(env.redis.clone(), config.op_timeout_ms());
-                let observer = Observer::new(&env.name, recorder.clone(), probe.clone());
+                let observer = Observer::new(
+                    &env.name,
+                    plan.jobs_at_once,
+                    recorder.clone(),
+                    probe.clone(),
+                );
                 let observed = observer.observe(env);
                 let flow: WorkerFuture = match protocol.plug(&observed, &config) {
-                    Plug::Steps(session) => {
-                        Box::pin(run_worker(observed, session, recorder, probe, plan))
+                    Plug::Steps(first) => {
+                        // One session per job slot: the harness's flow runs
+                        // in each, over the worker's shared handles.
+                        let mut sessions = vec![first];
+                        for _ in 1..plan.jobs_at_once {
+                            match protocol.plug(&observed, &config) {
+                                Plug::Steps(session) => sessions.push(session),
+                                Plug::Worker(_) => {
+                                    panic!("a protocol plugs in at one level for every worker")
+                                }
+                            }
+                        }
+                        Box::pin(run_worker(observed, sessions, recorder, probe, plan))
                     }
                     Plug::Worker(runner) => Box::pin(run_whole_worker(
                         observed, runner, observer, peek, lock_key, plan,

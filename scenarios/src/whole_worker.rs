@@ -33,7 +33,7 @@
 //! read of the lock key after each token-carrying reply while acquiring.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
@@ -46,8 +46,9 @@ use redis::{Cmd, Pipeline, RedisFuture, Value};
 use tokio::sync::Notify;
 
 use crate::conn::RedisConn;
-use crate::driver::{JobSpec, Phase, Probe, WorkerPlan};
-use crate::history::{JobReport, OkValue, OpKind, Outcome};
+use crate::driver::{Phase, Probe, WorkerPlan, JOBS_AT_ONCE_MAX};
+use crate::history::{OkValue, OpKind, Outcome};
+use crate::job_slot::SlotFuture;
 use crate::protocol::{Job, JobRunner};
 use crate::record::JobStat;
 use crate::recorder::{OpHandle, Recorder};
@@ -62,7 +63,7 @@ pub const TOKENS_REMEMBERED_MAX: usize = 64;
 pub const EVENTS_PENDING_MAX: usize = 4_096;
 
 /// An acquire attempt the server answered without an error: whether it
-/// acquired is read from the server in the worker's own task.
+/// acquired is read from the server in the sending slot's own flow.
 #[derive(Clone, Debug)]
 struct Reply {
     owner: String,
@@ -78,7 +79,8 @@ struct Pending {
     shared: Arc<Shared>,
     owner: String,
     op: OpHandle,
-    acquiring: bool,
+    /// The slot whose acquire attempt this is (`None`: not an acquire).
+    acquiring: Option<usize>,
 }
 
 impl Pending {
@@ -93,40 +95,62 @@ impl Pending {
                 (true, why) => recorder.complete(self.op, Outcome::Fail(why)),
                 (false, why) => recorder.give_up(self.op, why),
             },
-            Ok(_) if !self.acquiring => {
-                recorder.complete(self.op, Outcome::Ok(OkValue::Answered));
-            }
-            Ok(_) => self.shared.push(Reply {
-                owner: self.owner,
-                op: self.op,
-                complete_ms: self.shared.clock.now_ms(),
-            }),
+            Ok(_) => match self.acquiring {
+                None => recorder.complete(self.op, Outcome::Ok(OkValue::Answered)),
+                Some(slot) => self.shared.push(
+                    slot,
+                    Reply {
+                        owner: self.owner,
+                        op: self.op,
+                        complete_ms: self.shared.clock.now_ms(),
+                    },
+                ),
+            },
         }
     }
 }
 
+/// One job slot's state, as its requests and its flow see it.
+#[derive(Debug, Default)]
+struct SlotState {
+    /// The slot's name in the history (`w0`, or `w0.1` when the worker
+    /// runs several jobs at once).
+    name: String,
+    /// Its job has not yet been seen holding: what carries its tokens is
+    /// an acquire attempt.
+    acquiring: bool,
+    /// Acquire attempts sent in the current job.
+    attempts: u32,
+    /// Acquire replies waiting to be classified by the slot's flow.
+    replies: VecDeque<Reply>,
+    /// When the current job's acquisition was seen, from its start.
+    wait_ms: Option<u64>,
+    /// When the current job started.
+    started_ms: u64,
+}
+
 #[derive(Debug, Default)]
 struct Seen {
-    /// Tokens the worker drew, newest last.
-    tokens: VecDeque<String>,
-    replies: VecDeque<Reply>,
+    /// Tokens the worker drew, newest last, each with the slot that drew
+    /// it (`None`: drawn outside any job, e.g. once per process).
+    tokens: VecDeque<(String, Option<usize>)>,
+    /// One per job slot; empty until the worker is watched.
+    slots: Vec<SlotState>,
     /// Replies dropped past [`EVENTS_PENDING_MAX`].
     dropped: u64,
 }
 
-/// What the handles of one worker share with the watcher in its task.
+/// What the handles of one worker share with the watchers in its slots.
 #[derive(Debug)]
 struct Shared {
     /// Off at the step level, where the driver records every step itself.
     on: AtomicBool,
     seen: Mutex<Seen>,
-    arrived: Notify,
+    /// One per job slot: a reply for the slot arrived.
+    arrived: Vec<Notify>,
     clock: Clock,
     recorder: Recorder,
-    probe: Probe,
     worker: String,
-    /// Acquire attempts sent in the current job.
-    attempts: AtomicU32,
 }
 
 impl Shared {
@@ -134,8 +158,11 @@ impl Shared {
         self.seen.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The newest drawn token among `args`, if any.
-    fn token_in<'a>(&self, mut args: impl Iterator<Item = &'a [u8]>) -> Option<String> {
+    /// The newest drawn token among `args`, if any, with its slot.
+    fn token_in<'a>(
+        &self,
+        mut args: impl Iterator<Item = &'a [u8]>,
+    ) -> Option<(String, Option<usize>)> {
         let seen = self.seen();
         if seen.tokens.is_empty() {
             return None;
@@ -144,20 +171,41 @@ impl Shared {
             seen.tokens
                 .iter()
                 .rev()
-                .find(|token| token.as_bytes() == arg)
+                .find(|(token, _)| token.as_bytes() == arg)
                 .cloned()
         })
     }
 
-    fn push(&self, reply: Reply) {
+    /// The slot a request or write with `owner`'s token comes from: the
+    /// job whose code (or whose spawned task) is running, else the job
+    /// that drew the token; `None` when neither is known.
+    fn slot_of(&self, drew: Option<usize>) -> Option<usize> {
+        let slots = self.seen().slots.len();
+        crate::job_slot::current()
+            .or(drew)
+            .filter(|&slot| slot < slots)
+    }
+
+    /// The history name of `slot` (the worker's own without one).
+    fn name_of(&self, slot: Option<usize>) -> String {
+        slot.and_then(|slot| self.seen().slots.get(slot).map(|s| s.name.clone()))
+            .unwrap_or_else(|| self.worker.clone())
+    }
+
+    fn push(&self, slot: usize, reply: Reply) {
         let mut seen = self.seen();
-        if seen.replies.len() >= EVENTS_PENDING_MAX {
+        let queued: usize = seen.slots.iter().map(|s| s.replies.len()).sum();
+        if queued >= EVENTS_PENDING_MAX {
             seen.dropped += 1;
             return;
         }
-        seen.replies.push_back(reply);
+        seen.slots[slot].replies.push_back(reply);
         drop(seen);
-        self.arrived.notify_one();
+        self.arrived[slot].notify_one();
+    }
+
+    fn slot<R>(&self, slot: usize, f: impl FnOnce(&mut SlotState) -> R) -> R {
+        f(&mut self.seen().slots[slot])
     }
 }
 
@@ -167,27 +215,28 @@ impl Shared {
 #[derive(Clone, Debug)]
 pub struct Observer {
     shared: Arc<Shared>,
-    worker: String,
     recorder: Recorder,
     probe: Probe,
 }
 
 impl Observer {
-    /// An observer of worker `worker`, recording into `recorder`.
-    pub fn new(worker: &str, recorder: Recorder, probe: Probe) -> Self {
+    /// An observer of worker `worker` running up to `slots` jobs at once,
+    /// recording into `recorder`.
+    pub fn new(worker: &str, slots: usize, recorder: Recorder, probe: Probe) -> Self {
+        assert!(
+            (1..=JOBS_AT_ONCE_MAX).contains(&slots),
+            "1 to {JOBS_AT_ONCE_MAX} job slots"
+        );
         let shared = Shared {
             on: AtomicBool::new(false),
             seen: Mutex::default(),
-            arrived: Notify::new(),
+            arrived: (0..slots).map(|_| Notify::new()).collect(),
             clock: recorder.clock().clone(),
             recorder: recorder.clone(),
-            probe: probe.clone(),
             worker: worker.to_owned(),
-            attempts: AtomicU32::new(0),
         };
         Self {
             shared: Arc::new(shared),
-            worker: worker.to_owned(),
             recorder,
             probe,
         }
@@ -216,8 +265,16 @@ impl Observer {
         }
     }
 
-    /// Starts recording: the protocol plugged in as a whole worker.
-    pub fn watch(&self) {
+    /// Starts recording: the protocol plugged in as a whole worker, running
+    /// `plan`'s job slots.
+    fn watch(&self, plan: &WorkerPlan) {
+        assert_eq!(plan.jobs_at_once, self.shared.arrived.len());
+        self.shared.seen().slots = (0..plan.jobs_at_once)
+            .map(|slot| SlotState {
+                name: plan.slot_name(&self.shared.worker, slot),
+                ..SlotState::default()
+            })
+            .collect();
         self.shared.on.store(true, Ordering::SeqCst);
     }
 
@@ -229,14 +286,32 @@ impl Observer {
         self.shared.clock.now_ms()
     }
 
+    /// The slot a write under `owner` comes from (see [`Shared::slot_of`]).
+    fn write_slot(&self, owner: &str) -> Option<usize> {
+        let drew = self
+            .shared
+            .seen()
+            .tokens
+            .iter()
+            .rev()
+            .find(|(token, _)| token == owner)
+            .and_then(|(_, slot)| *slot);
+        self.shared.slot_of(drew)
+    }
+
     /// Records a protected write as it leaves for the store (phase
-    /// *writing*); [`Observer::write_answered`] completes it.
-    fn write_sent(&self, owner: &str, fence: i64, job_id: Option<&str>) -> OpHandle {
+    /// *writing*); [`Observer::write_answered`] completes it. The first
+    /// write of an owner names the fence its acquisition issued.
+    fn write_sent(&self, owner: &str, fence: Option<i64>, job_id: Option<&str>) -> OpHandle {
+        let name = self.shared.name_of(self.write_slot(owner));
+        if let Some(fence) = fence {
+            self.recorder.amend_acquire(&name, owner, fence);
+        }
         let kind = OpKind::Write {
-            fence,
+            fence: fence.unwrap_or(0),
             job_id: job_id.map(str::to_owned),
         };
-        let op = self.recorder.invoke(&self.worker, Some(owner), kind);
+        let op = self.recorder.invoke(&name, Some(owner), kind);
         // Fired before the request leaves: an armed crash stops the worker
         // when this poll yields, with the request on its way.
         self.probe.set(Phase::Writing);
@@ -257,33 +332,47 @@ impl Observer {
 }
 
 /// Runs `plan` for a whole-worker protocol's `runner`: each job through
-/// the team's code, its replies classified as they arrive (see the module
-/// doc), its report recorded.
+/// the team's code — up to `plan.jobs_at_once` at once, sharing the one
+/// runner as a process's job tasks share its lock client — each acquire
+/// reply classified by its slot's flow as it arrives (see the module doc),
+/// each report recorded.
 pub(crate) async fn run_whole_worker(
     env: WorkerEnv,
-    mut runner: Box<dyn JobRunner>,
+    runner: Box<dyn JobRunner>,
     observer: Observer,
     peek: Peek,
     lock_key: String,
     plan: WorkerPlan,
 ) {
-    assert!(
-        plan.jobs.len() <= crate::driver::JOBS_MAX,
-        "a plan holds at most {} jobs",
-        crate::driver::JOBS_MAX
-    );
-    observer.watch();
+    plan.check();
+    observer.watch(&plan);
     if let Ok(name) = ResourceName::new(plan.resource.as_str()) {
         // Not part of the protocol under test (see `driver::run_worker`).
         let _ = env.store.ensure_resource(&name).await;
     }
-    let mut watcher = Watcher {
-        observer: observer.clone(),
-        peek,
-        lock_key,
-        acquires: Vec::new(),
-    };
-    for spec in &plan.jobs {
+    let runner: &dyn JobRunner = runner.as_ref();
+    let flows = (0..plan.jobs_at_once).map(|slot| {
+        let watcher = Watcher {
+            observer: observer.clone(),
+            peek: peek.clone(),
+            lock_key: lock_key.clone(),
+            slot,
+        };
+        let plan = &plan;
+        let flow: SlotFuture<'_, ()> = Box::pin(crate::job_slot::scope(
+            Some(slot),
+            run_slot(watcher, runner, plan),
+        ));
+        flow
+    });
+    crate::job_slot::join_all(flows.collect()).await;
+    observer.probe.set(Phase::Done);
+}
+
+/// One job slot's jobs, one after another.
+async fn run_slot(mut watcher: Watcher, runner: &dyn JobRunner, plan: &WorkerPlan) {
+    let slot = watcher.slot;
+    for spec in plan.slot_jobs(slot) {
         if plan.start_delay_ms > 0 {
             tokio::time::sleep(std::time::Duration::from_millis(plan.start_delay_ms)).await;
         }
@@ -292,75 +381,81 @@ pub(crate) async fn run_whole_worker(
             job_id: spec.job_id.clone(),
             work_ms: spec.work_ms,
         };
-        let stat = run_job(&mut watcher, runner.as_mut(), &job, spec).await;
+        let stat = run_job(&mut watcher, runner, &job).await;
+        let observer = &watcher.observer;
+        let name = observer.shared.name_of(Some(slot));
         observer
             .recorder
-            .report(&env.name, Some(&job.job_id), stat.report);
+            .report(&name, Some(&job.job_id), stat.report);
         observer.probe.stat(stat);
         observer.probe.set(Phase::Idle);
     }
-    observer.probe.set(Phase::Done);
 }
 
-/// One job through the team's code, with its replies watched.
-async fn run_job(
-    watcher: &mut Watcher,
-    runner: &mut dyn JobRunner,
-    job: &Job,
-    spec: &JobSpec,
-) -> JobStat {
+/// One job through the team's code, with its slot's replies watched.
+async fn run_job(watcher: &mut Watcher, runner: &dyn JobRunner, job: &Job) -> JobStat {
+    let (shared, slot) = (watcher.observer.shared.clone(), watcher.slot);
     let started_ms = watcher.observer.now_ms();
-    let mut stat = JobStat {
-        job_id: spec.job_id.clone(),
-        attempts: 0,
-        wait_ms: None,
-        report: JobReport::Failed,
-    };
-    watcher.observer.shared.attempts.store(0, Ordering::SeqCst);
+    shared.slot(slot, |state| {
+        state.acquiring = true;
+        state.attempts = 0;
+        state.wait_ms = None;
+        state.started_ms = started_ms;
+    });
     watcher.observer.probe.set(Phase::Acquiring);
     let run = runner.run(job);
     tokio::pin!(run);
     // Bounded by the job: each turn either ends it or handles replies the
     // job's own progress produced.
-    loop {
+    let report = loop {
         tokio::select! {
             // The job first: replies it produced in this poll are then
             // classified before it is polled again.
             biased;
             report = &mut run => {
-                watcher.drain(&mut stat, started_ms).await;
-                stat.report = report;
-                stat.attempts = watcher.observer.shared.attempts.load(Ordering::SeqCst);
-                return stat;
+                watcher.drain().await;
+                break report;
             }
-            () = watcher.observer.shared.arrived.notified() => {
-                watcher.drain(&mut stat, started_ms).await;
+            () = shared.arrived[slot].notified() => {
+                watcher.drain().await;
             }
         }
-    }
+    };
+    shared.slot(slot, |state| {
+        state.acquiring = false;
+        JobStat {
+            job_id: job.job_id.clone(),
+            attempts: state.attempts,
+            wait_ms: state.wait_ms,
+            report,
+        }
+    })
 }
 
-/// Classifies a worker's token-carrying replies inside its own task.
+/// Classifies one slot's acquire replies inside the slot's own flow.
 struct Watcher {
     observer: Observer,
     peek: Peek,
     lock_key: String,
-    /// Acquisitions (owner, op) still waiting for their fence.
-    acquires: Vec<(String, OpHandle)>,
+    slot: usize,
 }
 
 impl Watcher {
-    async fn drain(&mut self, stat: &mut JobStat, started_ms: u64) {
+    async fn drain(&mut self) {
         // Bounded by EVENTS_PENDING_MAX per call.
         for _ in 0..EVENTS_PENDING_MAX {
-            let Some(reply) = self.observer.shared.seen().replies.pop_front() else {
+            let next = self
+                .observer
+                .shared
+                .slot(self.slot, |state| state.replies.pop_front());
+            let Some(reply) = next else {
                 return;
             };
-            self.classify(reply, stat, started_ms).await;
+            self.classify(reply).await;
         }
     }
 
-    async fn classify(&mut self, reply: Reply, stat: &mut JobStat, started_ms: u64) {
+    async fn classify(&mut self, reply: Reply) {
         let observer = &self.observer;
         let holder = self.peek.get(&self.lock_key).await;
         let acquired = holder.as_deref() == Some(reply.owner.as_str());
@@ -373,21 +468,12 @@ impl Watcher {
             .recorder
             .complete_at(reply.op, reply.complete_ms, Outcome::Ok(outcome));
         if acquired {
-            self.acquires.retain(|(owner, _)| *owner != reply.owner);
-            self.acquires.push((reply.owner.clone(), reply.op));
-            if self.acquires.len() > TOKENS_REMEMBERED_MAX {
-                self.acquires.remove(0);
-            }
-            stat.wait_ms = Some(reply.complete_ms.saturating_sub(started_ms));
+            observer.shared.slot(self.slot, |state| {
+                state.acquiring = false;
+                state.wait_ms = Some(reply.complete_ms.saturating_sub(state.started_ms));
+            });
             observer.probe.set(Phase::Holding);
         }
-    }
-}
-
-impl Observer {
-    /// The first write of an owner names the fence its acquisition issued.
-    fn fence_seen(&self, owner: &str, fence: i64) {
-        self.recorder.amend_acquire(&self.worker, owner, fence);
     }
 }
 
@@ -408,18 +494,28 @@ fn redis_error(error: &redis::RedisError) -> (bool, String) {
 }
 
 impl ObservedRedis {
-    /// Records the request carrying `owner` as it leaves: an acquire
-    /// attempt while the worker is acquiring, a command after.
-    fn pending(&self, owner: String) -> Pending {
+    /// Records the request carrying `owner` (drawn by slot `drew`) as it
+    /// leaves: an acquire attempt while its slot's job is acquiring, a
+    /// command after (or when no slot is known).
+    fn pending(&self, (owner, drew): (String, Option<usize>)) -> Pending {
         let shared = &self.shared;
-        let acquiring = shared.probe.phase() == Phase::Acquiring;
-        let kind = if acquiring {
-            shared.attempts.fetch_add(1, Ordering::SeqCst);
+        let slot = shared.slot_of(drew);
+        let acquiring = slot.filter(|&slot| {
+            shared.slot(slot, |state| {
+                if state.acquiring {
+                    state.attempts += 1;
+                }
+                state.acquiring
+            })
+        });
+        let kind = if acquiring.is_some() {
             OpKind::Acquire
         } else {
             OpKind::Command
         };
-        let op = shared.recorder.invoke(&shared.worker, Some(&owner), kind);
+        let op = shared
+            .recorder
+            .invoke(&shared.name_of(slot), Some(&owner), kind);
         Pending {
             shared: shared.clone(),
             owner,
@@ -503,11 +599,12 @@ struct ObservedTokens {
 impl TokenSource for ObservedTokens {
     fn next_token(&self) -> OwnerToken {
         let token = self.inner.next_token();
+        let slot = crate::job_slot::current();
         let mut seen = self.shared.seen();
         if seen.tokens.len() >= TOKENS_REMEMBERED_MAX {
             seen.tokens.pop_front();
         }
-        seen.tokens.push_back(token.as_str().to_owned());
+        seen.tokens.push_back((token.as_str().to_owned(), slot));
         token
     }
 }
@@ -546,8 +643,7 @@ impl FencedStore for ObservedStore {
             return self.inner.write_fenced(write).await;
         }
         let (owner, fence) = (write.owner.as_str(), write.fence.get());
-        self.observer.fence_seen(owner, fence);
-        let op = self.observer.write_sent(owner, fence, None);
+        let op = self.observer.write_sent(owner, Some(fence), None);
         let answer = self.inner.write_fenced(write).await;
         self.observer
             .write_answered(op, answer.as_ref().map(write_value));
@@ -559,10 +655,9 @@ impl FencedStore for ObservedStore {
             return self.inner.apply_job(job).await;
         }
         let (owner, fence) = (job.write.owner.as_str(), job.write.fence.get());
-        self.observer.fence_seen(owner, fence);
         let op = self
             .observer
-            .write_sent(owner, fence, Some(job.job_id.as_str()));
+            .write_sent(owner, Some(fence), Some(job.job_id.as_str()));
         let answer = self.inner.apply_job(job).await;
         self.observer
             .write_answered(op, answer.as_ref().map(job_value));
@@ -608,10 +703,10 @@ impl RawStore for ObservedRawStore {
                 .write_unchecked(resource, fence, owner, job_id, value)
                 .await;
         }
-        if fence > 0 {
-            self.observer.fence_seen(owner, fence);
-        }
-        let op = self.observer.write_sent(owner, fence, job_id);
+        // A fence of 0 is "no fence" on the unchecked path.
+        let op = self
+            .observer
+            .write_sent(owner, (fence > 0).then_some(fence), job_id);
         let answer = self
             .inner
             .write_unchecked(resource, fence, owner, job_id, value)

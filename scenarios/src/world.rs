@@ -155,7 +155,10 @@ impl Spawner {
         F: Future + 'static,
         F::Output: 'static,
     {
-        let handle = tokio::task::spawn_local(self.pause.wrap(task));
+        // The task works for the job that started it (a renewal task for its
+        // job's lease): the observer attributes its requests to that slot.
+        let slot = crate::job_slot::current();
+        let handle = tokio::task::spawn_local(self.pause.wrap(crate::job_slot::scope(slot, task)));
         let mut tasks = self.lock();
         if tasks.dead {
             // A crashed worker starts nothing.

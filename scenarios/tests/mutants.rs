@@ -571,6 +571,38 @@ fn lock_before_fence_leaves_a_lock_after_a_failed_acquire() {
     caught(Arc::new(LockBeforeFence), &[Property::FailClosed], &script);
 }
 
+/// One token per process is harmless while a process runs one job at a
+/// time, and two holders under one lease and one fence once it runs two.
+#[test]
+fn process_wide_token_shows_only_when_a_process_runs_jobs_at_once() {
+    use redfence_scenarios::catalog;
+    use redfence_scenarios::run::run_one;
+    use redfence_scenarios::sim_world::SimWorlds;
+    let mutant = redfence_scenarios::protocols::by_name("process-wide-token").expect("shipped");
+    let alone = catalog::by_name("mutual-exclusion").expect("catalog");
+    for seed in 0..3 {
+        let record = run_one(&SimWorlds, alone.as_ref(), mutant.clone(), seed);
+        assert!(!record.failed(), "seed {seed}: {:?}", record.violated());
+    }
+    let at_once = catalog::by_name("concurrent-jobs").expect("catalog");
+    let record = run_one(&SimWorlds, at_once.as_ref(), mutant, 0);
+    assert_eq!(
+        record.violated(),
+        [Property::FenceUniqueness, Property::NoOverlappingHolders]
+    );
+    let overlap = record
+        .verdicts
+        .iter()
+        .find(|v| v.property == Property::NoOverlappingHolders)
+        .expect("judged");
+    // Two jobs of one process, named by their slots.
+    assert!(
+        overlap.explanation.contains("w0.") || overlap.explanation.contains("w1."),
+        "{}",
+        overlap.explanation
+    );
+}
+
 #[test]
 fn every_mutant_is_registered_after_the_reference_in_order() {
     let protocols = redfence_scenarios::protocols::all();
@@ -595,6 +627,7 @@ fn every_mutant_is_registered_after_the_reference_in_order() {
             "set-without-nx",
             "late-renewal",
             "fixed-backoff",
+            "process-wide-token",
         ]
     );
     for protocol in &protocols {

@@ -276,6 +276,16 @@ fn world_paths_faults_and_truth() {
     );
 }
 
+/// Promised catches the real world cannot decide yet, with the status it
+/// must then give: a whole-worker lock's release is one of its own
+/// commands, so without Redis's ownership log when its leases ended — and
+/// so whether two holders overlapped — is unknown there.
+const UNDECIDED_IN_REAL: [(&str, &str, Property); 1] = [(
+    "concurrent-jobs",
+    "process-wide-token",
+    Property::NoOverlappingHolders,
+)];
+
 /// Promised catches the real world cannot show the way the simulation does,
 /// each investigated (see the sim-vs-real agreement table, `redfence agree`):
 ///
@@ -318,6 +328,19 @@ fn every_scenario_on_real_servers() {
     for catch in decidable {
         let mutant = protocols::by_name(catch.mutant).expect("a shipped mutant");
         let record = run(catch.scenario, mutant, 0);
+        if UNDECIDED_IN_REAL.contains(&(catch.scenario, catch.mutant, catch.property)) {
+            let verdict = record
+                .verdicts
+                .iter()
+                .find(|v| v.property == catch.property);
+            assert_eq!(
+                verdict.map(|v| v.status),
+                Some(Status::Undecided),
+                "{}",
+                summary(&record)
+            );
+            continue;
+        }
         let violated = record
             .verdicts
             .iter()

@@ -23,7 +23,7 @@ use redfence_scenarios::run::{run_one, RunRecord, REPLAY_SCHEDULE_ENV, REPLAY_SE
 use redfence_scenarios::sim_world::SimWorlds;
 use redfence_scenarios::sweep::{sweep, CellStatus, SweepPlan};
 use redfence_scenarios::timeline::timeline;
-use redfence_scenarios::{Property, Status};
+use redfence_scenarios::{OpKind, Property, Status};
 
 /// Seeds per scenario for the reference (enough to cover the timing spread
 /// of jitter and latency, small enough for a debug build).
@@ -161,6 +161,50 @@ fn failover_counter_regression() {
 #[test]
 fn hotspot_load() {
     scenario_holds_and_bites("hotspot-load");
+}
+
+#[test]
+fn concurrent_jobs() {
+    scenario_holds_and_bites("concurrent-jobs");
+    // The jobs really ran at once, each slot a holder of its own: for both
+    // the deployed reference and the step-level flow, every slot reported
+    // its jobs, and each worker had both slots inside a job (between its
+    // first request and its report) at one moment.
+    let scenario = catalog::by_name("concurrent-jobs").expect("a catalog scenario");
+    for protocol in [
+        protocols::by_name("reference").expect("shipped"),
+        protocols::by_name("reference-steps").expect("shipped"),
+    ] {
+        let record = run_one(&SimWorlds, scenario.as_ref(), protocol, 0);
+        let history = record.history.as_ref().expect("a history");
+        let jobs = |slot: &str| -> Vec<(u64, u64)> {
+            // (first op of the job, its report), per job in order.
+            let mut spans = Vec::new();
+            let mut start: Option<u64> = None;
+            for op in history.ops.iter().filter(|op| op.worker == slot) {
+                let begun = *start.get_or_insert(op.invoke_ms);
+                if matches!(op.kind, OpKind::Report { .. }) {
+                    spans.push((begun, op.invoke_ms));
+                    start = None;
+                }
+            }
+            spans
+        };
+        for worker in ["w0", "w1"] {
+            let (a, b) = (jobs(&format!("{worker}.0")), jobs(&format!("{worker}.1")));
+            assert_eq!((a.len(), b.len()), (2, 2), "{}", record.protocol);
+            let overlap = a.iter().any(|x| b.iter().any(|y| x.0 < y.1 && y.0 < x.1));
+            assert!(
+                overlap,
+                "{}: {worker}'s slots never ran at once",
+                record.protocol
+            );
+        }
+        assert!(
+            history.ops.iter().all(|op| op.worker.contains('.')),
+            "every op of a worker running jobs at once names its slot"
+        );
+    }
 }
 
 /// The test names above are the catalog: a scenario added to the catalog

@@ -128,7 +128,7 @@ impl Protocol for SpawnedRenewer {
 
 #[async_trait(?Send)]
 impl JobRunner for SpawnedRunner {
-    async fn run(&mut self, job: &Job) -> JobReport {
+    async fn run(&self, job: &Job) -> JobReport {
         let owner = self.tokens.next_token().as_str().to_owned();
         let mut conn = self.redis.clone();
         let set: Option<String> = redis::cmd("SET")

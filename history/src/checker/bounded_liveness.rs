@@ -106,7 +106,7 @@ fn contenders_decided(history: &History, violations: &mut Vec<(String, HistorySl
         let crashed = history
             .faults
             .iter()
-            .any(|f| f.crash && f.worker.as_deref() == Some(*worker));
+            .any(|f| f.crash && f.worker.as_deref() == Some(crate::names::process_of(worker)));
         if crashed {
             continue;
         }

@@ -45,7 +45,8 @@ pub(super) fn unhealthy<'h>(
     };
     for (index, record) in history.faults.iter().enumerate() {
         let fault = &record.fault;
-        let concerns = record.worker.is_none() || record.worker.as_deref() == Some(worker);
+        let concerns = record.worker.is_none()
+            || record.worker.as_deref() == Some(crate::names::process_of(worker));
         if !concerns {
             continue;
         }

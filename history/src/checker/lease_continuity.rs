@@ -183,7 +183,9 @@ fn extended_at(history: &History, op: &Op) -> u64 {
 /// the end, or when the worker had crashed.
 fn still_working(history: &History, acquire: &Op, end_ms: u64) -> Option<String> {
     let crashed = history.faults.iter().any(|f| {
-        f.crash && f.worker.as_deref() == Some(acquire.worker.as_str()) && f.at_ms <= end_ms
+        f.crash
+            && f.worker.as_deref() == Some(crate::names::process_of(&acquire.worker))
+            && f.at_ms <= end_ms
     });
     if crashed {
         return None;

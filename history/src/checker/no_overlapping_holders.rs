@@ -23,6 +23,12 @@
 //! ended (deleted or overwritten) does **not** end the victim's lease: the
 //! victim cannot know, and keeps acting.
 //!
+//! **Holders.** A worker that runs several jobs at once records each job
+//! slot under a name of its own (`w0.0`, `w0.1`; see
+//! [`crate::names::task_name`]), and each slot is a holder: two jobs of one
+//! process that both believe the lock is theirs act on the resource at
+//! once as surely as two processes do, even under one owner token.
+//!
 //! **The rule.** A write invoked by worker `A` under a valid lease, while
 //! another worker `B` also held a valid lease under which `B` wrote, is a
 //! violation. No correct lock allows it on a server that keeps its state:
@@ -216,7 +222,7 @@ fn leases(history: &History) -> Vec<Lease<'_>> {
                     _ => {}
                 }
             }
-            cut_ms = cut_ms.min(own_end(history, owner, start_ms));
+            cut_ms = cut_ms.min(own_end(history, worker, owner, start_ms));
             let mut stretches: Vec<(u64, u64)> = Vec::new();
             for from_ms in counted_from {
                 let from_ms = from_ms.max(start_ms);
@@ -243,15 +249,20 @@ fn leases(history: &History) -> Vec<Lease<'_>> {
 }
 
 /// When the server ended `owner`'s holding that was live at `after_ms` by
-/// the owner's own doing, by expiry or by losing it — not by another
-/// worker's command (see the module doc). `u64::MAX` if it did not.
-fn own_end(history: &History, owner: &str, after_ms: u64) -> u64 {
+/// `worker`'s own doing, by expiry or by losing it — not by another
+/// worker's command (see the module doc). A deletion counts as the
+/// worker's own only inside the window of one of *its* commands with the
+/// token: when two workers (or two jobs of one process) share a token, one
+/// deleting the key does not end the other's lease — the other cannot
+/// know, and keeps acting. `u64::MAX` if it did not end.
+fn own_end(history: &History, worker: &str, owner: &str, after_ms: u64) -> u64 {
     let Some(log) = &history.redis_truth else {
         return u64::MAX;
     };
     let in_own_window = |at_ms: u64| {
         history.ops.iter().any(|op| {
-            op.is_owner(owner)
+            op.worker == worker
+                && op.is_owner(owner)
                 && matches!(op.kind, OpKind::Release | OpKind::Command | OpKind::Acquire)
                 && op.invoke_ms <= at_ms
                 && at_ms <= op.end_or(history.end_ms)
@@ -296,6 +307,41 @@ mod tests {
             .build();
         let verdict = check(&history);
         assert_eq!(verdict.status, Status::Held, "{}", verdict.explanation);
+    }
+
+    #[test]
+    fn jobs_sharing_a_token_are_two_holders_and_one_release_ends_only_its_own_lease() {
+        // Two jobs of w0 (slots w0.0 and w0.1) hold under one token "a";
+        // w0.0's release deletes the key, w1 acquires and writes, and w0.1,
+        // whose lease nothing it did ended, writes too: two holders at once.
+        let history = builder()
+            .acquired("w0.0", "a", (0, 10), 1)
+            .set(10, "a")
+            .acquired("w0.1", "a", (5, 15), 1)
+            .write("w0.0", "a", 1, None, (100, 110), V::WriteAccepted)
+            .released("w0.0", "a", (120, 130), true)
+            .deleted(125, "a")
+            .acquired("w1", "b", (140, 150), 2)
+            .set(150, "b")
+            .write("w1", "b", 2, None, (200, 210), V::WriteAccepted)
+            .write(
+                "w0.1",
+                "a",
+                1,
+                None,
+                (300, 310),
+                V::WriteStale { last_fence: 2 },
+            )
+            .build();
+        let verdict = check(&history);
+        assert_eq!(verdict.status, Status::Violated, "{}", verdict.explanation);
+        assert!(
+            verdict.explanation.contains("w0.1") && verdict.explanation.contains("w0.0"),
+            "{}",
+            verdict.explanation
+        );
+        // With one job, its own release ends its lease: see
+        // `one_holder_at_a_time_holds`.
     }
 
     #[test]

@@ -12,6 +12,7 @@ use crate::scenario::{Scenario, ScenarioError, Setup};
 use crate::stage::Stage;
 use crate::world::{worker_name, Fault};
 
+mod concurrent_jobs;
 mod crash_after_acquire;
 mod crash_before_ack;
 mod crash_mid_mutation;
@@ -25,6 +26,7 @@ mod redis_unavailable;
 mod renewal_limits;
 mod stale_worker_pause;
 
+pub use concurrent_jobs::ConcurrentJobs;
 pub use crash_after_acquire::CrashAfterAcquire;
 pub use crash_before_ack::CrashBeforeAck;
 pub use crash_mid_mutation::CrashMidMutation;
@@ -53,6 +55,7 @@ pub fn all() -> Vec<Arc<dyn Scenario>> {
         Arc::new(FenceRejected),
         Arc::new(FailoverCounterRegression),
         Arc::new(HotspotLoad::default()),
+        Arc::new(ConcurrentJobs),
     ]
 }
 
@@ -83,6 +86,7 @@ pub fn plan(setup: &Setup, jobs: Vec<JobSpec>, start_delay_ms: u64) -> WorkerPla
         jobs,
         backoff: setup.backoff,
         start_delay_ms,
+        jobs_at_once: 1,
     }
 }
 

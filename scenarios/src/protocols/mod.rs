@@ -19,6 +19,7 @@ pub mod lock_before_fence;
 pub mod no_fence_check;
 pub mod no_ttl;
 pub mod patch;
+pub mod process_wide_token;
 pub mod redis_counter_fences;
 pub mod reference;
 pub mod renew_without_owner_check;
@@ -38,6 +39,7 @@ pub use late_renewal::LateRenewal;
 pub use lock_before_fence::LockBeforeFence;
 pub use no_fence_check::NoFenceCheck;
 pub use no_ttl::NoTtl;
+pub use process_wide_token::ProcessWideToken;
 pub use redis_counter_fences::RedisCounterFences;
 pub use reference::{Reference, ReferenceSession, ReferenceSteps, ReferenceWorker};
 pub use renew_without_owner_check::RenewWithoutOwnerCheck;
@@ -68,6 +70,7 @@ pub fn all() -> Vec<Arc<dyn Protocol>> {
         Arc::new(SetWithoutNx),
         Arc::new(LateRenewal),
         Arc::new(FixedBackoff),
+        Arc::new(ProcessWideToken),
     ]
 }
 

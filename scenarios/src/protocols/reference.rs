@@ -109,7 +109,7 @@ impl ReferenceWorker {
 
 #[async_trait(?Send)]
 impl JobRunner for ReferenceWorker {
-    async fn run(&mut self, job: &Job) -> JobReport {
+    async fn run(&self, job: &Job) -> JobReport {
         let (Ok(resource), Ok(job_id)) = (
             ResourceName::new(job.resource.as_str()),
             JobId::new(job.job_id.as_str()),

@@ -23,7 +23,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use redfence_core::{
     Attempt, FencedStore, FencedWrite, Jitter, JobId, JobOutcome, JobWrite, LockClient, LockConfig,
-    Renewal, ResourceName,
+    OwnerToken, Renewal, ResourceName,
 };
 
 use crate::conn::RedisConn;
@@ -40,6 +40,9 @@ pub struct Knobs {
     /// design article asks. `Some(ms)`: retry after this fixed delay, no
     /// growth and no jitter.
     pub fixed_retry_ms: Option<u64>,
+    /// `false`: a fresh owner token per job, as the design article asks.
+    /// `true`: one token drawn when the worker starts, used by every job.
+    pub token_per_process: bool,
 }
 
 impl Knobs {
@@ -48,6 +51,7 @@ impl Knobs {
         Self {
             renew_interval_ms: config.renew_interval_ms(),
             fixed_retry_ms: None,
+            token_per_process: false,
         }
     }
 }
@@ -61,14 +65,19 @@ pub struct TeamFlow {
     config: LockConfig,
     knobs: Knobs,
     name: String,
+    /// The one token of a process-wide identity (`token_per_process`).
+    process_owner: Option<OwnerToken>,
 }
 
 impl TeamFlow {
     /// The flow over `env`'s handles, set up by `knobs`.
     pub fn new(env: &WorkerEnv, config: &LockConfig, knobs: Knobs) -> Self {
+        let client = super::reference::lock_client(env, config);
+        let process_owner = knobs.token_per_process.then(|| client.next_owner_token());
         Self {
             // The library's own wire calls; the flow around them is the team's.
-            client: super::reference::lock_client(env, config),
+            client,
+            process_owner,
             store: env.store.clone(),
             jitter: env.jitter.clone(),
             spawner: env.spawner.clone(),
@@ -94,14 +103,17 @@ impl TeamFlow {
 
 #[async_trait(?Send)]
 impl JobRunner for TeamFlow {
-    async fn run(&mut self, job: &Job) -> JobReport {
+    async fn run(&self, job: &Job) -> JobReport {
         let (Ok(resource), Ok(job_id)) = (
             ResourceName::new(job.resource.as_str()),
             JobId::new(job.job_id.as_str()),
         ) else {
             return JobReport::Failed;
         };
-        let owner = self.client.next_owner_token();
+        let owner = match &self.process_owner {
+            Some(owner) => owner.clone(),
+            None => self.client.next_owner_token(),
+        };
         let mut lease = None;
         // Bounded by the configured attempts.
         for attempt in 0..self.config.attempts_max() {
