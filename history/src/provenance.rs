@@ -27,6 +27,15 @@ pub struct Provenance {
     /// PostgreSQL's `SELECT version()`, when a real PostgreSQL ran.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub postgres_version: Option<String>,
+    /// The machine: operating system and CPU architecture (`linux x86_64`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub os: Option<String>,
+    /// CPUs the process could use.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpus: Option<u32>,
+    /// Wall time of the whole command, in milliseconds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wall_ms: Option<u64>,
 }
 
 impl Provenance {
@@ -48,6 +57,31 @@ impl Provenance {
         }
         line
     }
+
+    /// The environment as label and value pairs, for a report's
+    /// environment block: only what is known.
+    pub fn facts(&self) -> Vec<(&'static str, String)> {
+        let mut facts = vec![("redfence", self.redfence_version.clone())];
+        let known = [
+            ("commit", self.commit.clone()),
+            ("provider", self.provider.clone()),
+            ("Redis", self.redis_version.clone()),
+            ("PostgreSQL", self.postgres_version.clone()),
+            ("machine", self.os.clone()),
+            ("CPUs", self.cpus.map(|n| n.to_string())),
+            (
+                "wall time",
+                self.wall_ms
+                    .map(|ms| format!("{:.1} s", ms as f64 / 1000.0)),
+            ),
+        ];
+        facts.extend(
+            known
+                .into_iter()
+                .filter_map(|(label, value)| value.map(|v| (label, v))),
+        );
+        facts
+    }
 }
 
 #[cfg(test)]
@@ -64,6 +98,7 @@ mod tests {
             provider: Some("local".into()),
             redis_version: Some("7.0.15".into()),
             postgres_version: Some("PostgreSQL 15.13".into()),
+            ..Provenance::default()
         };
         assert_eq!(
             known.line(),
@@ -71,5 +106,18 @@ mod tests {
         );
         let json = serde_json::to_string(&known).unwrap();
         assert_eq!(serde_json::from_str::<Provenance>(&json).unwrap(), known);
+        let timed = Provenance {
+            os: Some("linux x86_64".into()),
+            cpus: Some(2),
+            wall_ms: Some(14_240),
+            ..known
+        };
+        let facts = timed.facts();
+        assert!(facts.contains(&("CPUs", "2".to_owned())));
+        assert!(facts.contains(&("wall time", "14.2 s".to_owned())));
+        assert!(!Provenance::default()
+            .facts()
+            .iter()
+            .any(|(l, _)| *l == "provider"));
     }
 }

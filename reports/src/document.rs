@@ -29,7 +29,7 @@
 //! message that says which and what to do.
 
 use redfence_history::curve::CurvePoint;
-use redfence_history::sweep::{Sweep, SCHEMA_VERSION};
+use redfence_history::sweep::{Expectation, Sweep, SCHEMA_VERSION};
 use serde::{Deserialize, Serialize};
 
 use crate::deployment::Deployment;
@@ -95,6 +95,10 @@ impl Report {
                 None => "redfence replay".to_owned(),
             },
         };
+        let mut sweep = sweep;
+        if kind == ReportKind::Sweep {
+            keep_shown_histories(&mut sweep, &deployment);
+        }
         Self {
             schema_version: REPORT_SCHEMA_VERSION,
             kind,
@@ -117,9 +121,39 @@ impl Report {
         }
     }
 
-    /// The report as pretty JSON.
+    /// The report as JSON, compact: half the bytes of pretty JSON, and
+    /// `jq .` prints it pretty for a reader.
     pub fn to_json(&self) -> String {
-        serde_json::to_string_pretty(self).expect("a report serialises")
+        serde_json::to_string(self).expect("a report serialises")
+    }
+}
+
+/// Drops the recorded histories a sweep report never draws. It draws a
+/// timeline only where something failed in a cell shown in full (the
+/// deployed protocol, a protocol that must pass, an unexpected result),
+/// plus the hotspot plots of the deployed protocol; everything else shows
+/// its verdicts, tallies, metrics and replay line, and the replay line
+/// re-creates the history exactly (`redfence replay … --out DIR` draws it).
+/// Histories are most of a sweep's bytes (5.0 of 6.7 MB on the default
+/// sweep), so this keeps `report.json` small enough to keep as a CI
+/// artifact. `run --json` keeps everything.
+fn keep_shown_histories(sweep: &mut Sweep, deployment: &Deployment) {
+    for cell in &mut sweep.cells {
+        let detailed = cell.protocol == deployment.protocol
+            || cell.expectation == Expectation::Pass
+            || crate::labels::cell_bad(cell.status);
+        let plotted = cell.protocol == deployment.protocol
+            && cell.scenario == redfence_history::names::scenario::HOTSPOT_LOAD;
+        if !plotted {
+            if let Some(record) = &mut cell.first_run {
+                record.history = None;
+            }
+        }
+        if !detailed {
+            if let Some(record) = &mut cell.first_failure {
+                record.history = None;
+            }
+        }
     }
 }
 

@@ -19,7 +19,6 @@ use std::fmt::Write as _;
 use redfence_history::history::{FenceOutcome, History, OwnershipChange};
 use redfence_history::record::RunRecord;
 use redfence_history::sweep::{Cell, ScenarioInfo};
-use redfence_history::timeline::timeline;
 use redfence_history::verdict::owner_text;
 use redfence_history::Status;
 
@@ -49,9 +48,22 @@ table { border-collapse: collapse; margin: 8px 0; }
 th, td { border: 1px solid #d7dde6; padding: 3px 7px; text-align: left; vertical-align: top; }
 th { background: #eef1f5; }
 .meta { color: #5a6578; }
+.environment { display: flex; flex-wrap: wrap; gap: 2px 16px; font-size: 12px; color: #5a6578; margin: 4px 0 10px; }
+.environment dt { font-weight: 600; }
+.environment dt::after { content: ":"; }
+.environment dd { margin: 0 0 0 4px; }
+.assumed { border-left: 4px solid #d4a017; background: #fffaeb; padding: 2px 12px; }
 nav a { margin-right: 12px; }
-.matrix td, .matrix th { text-align: center; white-space: nowrap; }
-.matrix th.protocol { font-size: 12px; }
+.matrix-wrap { overflow-x: auto; max-width: 100%; border: 1px solid #d7dde6; }
+.matrix { margin: 0; }
+.matrix td, .matrix th { text-align: center; white-space: nowrap; font-size: 12px; padding: 2px 5px; }
+.matrix thead th { position: sticky; top: 0; z-index: 1; }
+.matrix tbody th, .matrix th.corner { position: sticky; left: 0; text-align: left; background: #eef1f5; z-index: 2; }
+.protocols { columns: 2; font-size: 12px; padding-left: 0; list-style: none; }
+.protocols li { break-inside: avoid; margin-bottom: 2px; }
+.cell.brief { padding: 2px 14px; margin: 4px 0; }
+.cell.brief p { margin: 2px 0; }
+details.run-detail > summary { cursor: pointer; color: #3867d6; }
 .st-passed { background: #dff3e3; }
 .st-caught { background: #e3ecfb; }
 .st-also { background: #eef0ff; }
@@ -169,7 +181,14 @@ fn header(out: &mut String, report: &Report) {
         sweep.world.name(),
         text(&report.command)
     );
-    h(out, "<nav id=\"toc\"><a href=\"#summary\">Summary</a><a href=\"#matrix\">Verdict matrix</a><a href=\"#readiness\">Rollout readiness</a><a href=\"#unprotected\">Unprotected</a><a href=\"#mutants\">Mutation score</a><a href=\"#metrics\">Metrics</a><a href=\"#scenarios\">Scenarios</a></nav>\n");
+    if let Some(provenance) = &sweep.provenance {
+        h(out, "<dl class=\"environment\">");
+        for (label, value) in provenance.facts() {
+            let _ = write!(out, "<dt>{label}</dt><dd>{}</dd>", text(&value));
+        }
+        h(out, "</dl>");
+    }
+    h(out, "<nav id=\"toc\"><a href=\"#summary\">Before rollout</a><a href=\"#matrix\">Verdict matrix</a><a href=\"#readiness\">Rollout readiness</a><a href=\"#unprotected\">Unprotected</a><a href=\"#mutants\">Mutation score</a><a href=\"#metrics\">Metrics</a><a href=\"#scenarios\">Scenarios</a></nav>\n");
 }
 
 fn deployment_words(report: &Report) -> String {
@@ -202,7 +221,7 @@ fn summary(out: &mut String, report: &Report) {
         .filter(|c| &c.protocol == deployed)
         .collect();
     let failed: Vec<&&Cell> = mine.iter().filter(|c| c.failed_runs > 0).collect();
-    h(out, "<section id=\"summary\"><h2>Summary</h2><ul>");
+    h(out, "<section id=\"summary\"><h2>Before rollout</h2><h3>Observed in this run</h3><ul class=\"observed\">");
     let idle = never_exercised(sweep, deployed);
     if failed.is_empty() {
         let _ = write!(
@@ -261,27 +280,65 @@ fn summary(out: &mut String, report: &Report) {
     let exposed = report.readiness.exposed().len();
     let _ = write!(
         out,
-        "<li class=\"{}\">Rollout readiness for {}: <strong>{met} of {}</strong> checklist items met; <a href=\"#unprotected\"><strong>{exposed}</strong> failure scenario(s) left unprotected</a>, plus what this run could not test.</li></ul>",
+        "<li class=\"{}\">Rollout readiness: <strong>{met} of {}</strong> checklist items met; <a href=\"#unprotected\"><strong>{exposed}</strong> failure scenario(s) left unprotected</a>, plus what this run could not test.</li></ul>",
         if exposed == 0 { "mark-met" } else { "mark-not-met" },
-        text(&deployment_words(report)),
         items.len()
     );
-    h(out, "<p><strong>How to read this page.</strong> A <em>scenario</em> is a scripted failure (a paused worker, a lost reply, a failover) run on many seeds; a <em>protocol</em> is a lock implementation — the one you ship must pass everywhere, the <em>mutants</em> are the same lock with one classic bug each, and a scenario built for a bug must catch it. The checker reads each run's recorded history and decides eight safety and liveness properties; every failure names the seed and the one command that replays it exactly.</p></section>\n");
+    // What the run showed above, what it takes on the user's word here:
+    // a verdict that rests on an undescribed deployment is never red.
+    h(
+        out,
+        "<h3>Assumed about your deployment</h3><div class=\"assumed\">",
+    );
+    if report.deployment.assumed {
+        h(out, "<p>Nothing: you did not describe your deployment, so no verdict on this page depends on it. Say where your fences come from and how your Redis is replicated (<code>--fences redis-counter|store</code>, <code>--replication async|none</code>) to have the fence-related items judged for it.</p>");
+    } else {
+        let _ = write!(
+            out,
+            "<p>As you described it: {}.</p>",
+            text(&deployment_words(report))
+        );
+    }
+    h(out, "</div>");
+    let missing: Vec<_> = items.iter().filter(|i| i.mark != Mark::Met).collect();
+    if !missing.is_empty() {
+        h(out, "<h3>Evidence still missing</h3><ul class=\"missing\">");
+        for item in missing {
+            let _ = write!(
+                out,
+                "<li class=\"{}\"><strong>{}</strong> ({}): {}</li>",
+                mark_class(item.mark),
+                text(&item.title),
+                item.mark.label(),
+                text(&item.summary)
+            );
+        }
+        h(out, "</ul>");
+    }
+    h(out, "<p><strong>How to read this page.</strong> A <em>scenario</em> is a scripted failure (a paused worker, a lost reply, a failover) run on many seeds; a <em>protocol</em> is a lock implementation — the one you ship must pass everywhere, the <em>mutants</em> are the same lock with one classic bug each, and a scenario built for a bug must catch it. The checker reads each run's recorded history and decides twelve safety and liveness properties; every failure names the seed and the one command that replays it exactly.</p></section>\n");
+}
+
+/// The short column head of protocol number `index` (`P0`, `P1`, …), resolved
+/// by the legend under the matrix: full names would make it wider than a
+/// laptop screen.
+fn protocol_abbreviation(index: usize) -> String {
+    format!("P{index}")
 }
 
 fn matrix(out: &mut String, report: &Report) {
     let sweep = &report.sweep;
     let _ = write!(
         out,
-        "<section id=\"matrix\"><h2>Verdict matrix</h2><p>Rows are scenarios, columns protocols; the world is <strong>{}</strong>. Click a cell for its detail.</p><table class=\"matrix\"><thead><tr><th>scenario</th>",
+        "<section id=\"matrix\"><h2>Verdict matrix</h2><p>Rows are scenarios, columns protocols (named in the legend below); the world is <strong>{}</strong>. Click a cell for its detail.</p><div class=\"matrix-wrap\"><table class=\"matrix\"><thead><tr><th class=\"corner\">scenario</th>",
         sweep.world.name()
     );
-    for p in &sweep.protocols {
+    for (index, p) in sweep.protocols.iter().enumerate() {
         let _ = write!(
             out,
-            "<th class=\"protocol\" title=\"{}\">{}</th>",
+            "<th class=\"protocol\" title=\"{}: {}\">{}</th>",
+            attr(&p.name),
             attr(&p.description),
-            text(&p.name)
+            protocol_abbreviation(index)
         );
     }
     h(out, "</tr></thead><tbody>");
@@ -297,13 +354,12 @@ fn matrix(out: &mut String, report: &Report) {
                 Some(cell) => {
                     let _ = write!(
                         out,
-                        "<td class=\"{}\" data-scenario=\"{}\" data-protocol=\"{}\" data-world=\"{}\"><a href=\"#{}\" title=\"{}\">{}</a></td>",
+                        "<td class=\"{}\" data-scenario=\"{}\" data-protocol=\"{}\" data-world=\"{}\"><a href=\"#{}\">{}</a></td>",
                         cell_class(cell.status),
                         attr(&cell.scenario),
                         attr(&cell.protocol),
                         cell.world.name(),
                         cell_id(&cell.scenario, &cell.protocol),
-                        attr(cell_meaning(cell.status)),
                         text(&cell_mark(cell))
                     );
                 }
@@ -312,7 +368,20 @@ fn matrix(out: &mut String, report: &Report) {
         }
         h(out, "</tr>");
     }
-    h(out, "</tbody></table><p class=\"legend\"><span class=\"st-passed\">pass: no property violated</span> <span class=\"st-caught\">CAUGHT@n: the promised bug was found, first on the n-th seed</span> <span class=\"st-also\">also@n: not promised, failed anyway</span> <span class=\"st-not-caught\">-: not promised, not caught</span> <span class=\"st-missed\">MISSED: a promised catch did not happen</span> <span class=\"st-failed\">FAIL: a protocol that must pass failed</span></p></section>\n");
+    h(
+        out,
+        "</tbody></table></div><ol class=\"protocols\" start=\"0\">",
+    );
+    for (index, p) in sweep.protocols.iter().enumerate() {
+        let _ = write!(
+            out,
+            "<li><strong>{}</strong> <code>{}</code> — {}</li>",
+            protocol_abbreviation(index),
+            text(&p.name),
+            text(&p.description)
+        );
+    }
+    h(out, "</ol><p class=\"legend\"><span class=\"st-passed\">pass: no property violated</span> <span class=\"st-caught\">CAUGHT sN: the promised bug was found; seed N replays it</span> <span class=\"st-also\">also sN: not promised, failed anyway</span> <span class=\"st-not-caught\">-: not promised, not caught</span> <span class=\"st-missed\">MISSED: a promised catch did not happen</span> <span class=\"st-failed\">FAIL sN: a protocol that must pass failed on seed N</span></p></section>\n");
 }
 
 fn evidence_html(e: &Evidence) -> String {
@@ -572,18 +641,37 @@ fn scenario(out: &mut String, report: &Report, s: &ScenarioInfo) {
     h(out, "</section>\n");
 }
 
+/// Whether a cell gets its full detail (tallies, timeline, verdicts): the
+/// protocol the team ships, and every result that must not happen — a
+/// must-pass protocol failing, a promised catch missed. Everything else is
+/// one line (a mutant caught as promised names its finding and its replay
+/// line), which keeps the page readable and small; its timeline is one
+/// `redfence replay` away.
+fn detailed(report: &Report, cell: &Cell) -> bool {
+    cell.protocol == report.deployment.protocol || cell_bad(cell.status)
+}
+
 fn cell_detail(out: &mut String, report: &Report, cell: &Cell, describe: &str) {
-    let deployed = cell.protocol == report.deployment.protocol;
     let _ = write!(
         out,
-        "<article class=\"cell {}\" id=\"{}\" data-status=\"{:?}\"><h4>{} × {} <span class=\"status {}\">{}</span></h4><p class=\"meta\">{} — {}</p><p>Expected: {}. Came out: <strong>{}</strong> ({} runs in the {} world, {} failing, {} errors{}).</p>",
+        "<article class=\"cell {}{}\" id=\"{}\" data-status=\"{:?}\"><h4>{} × {} <span class=\"status {}\">{}</span></h4>",
         cell_class(cell.status),
+        if detailed(report, cell) { "" } else { " brief" },
         cell_id(&cell.scenario, &cell.protocol),
         cell.status,
         text(&cell.scenario),
         text(&cell.protocol),
         cell_class(cell.status),
         text(&cell_mark(cell)),
+    );
+    if !detailed(report, cell) {
+        brief(out, cell);
+        h(out, "</article>\n");
+        return;
+    }
+    let _ = write!(
+        out,
+        "<p class=\"meta\">{} — {}</p><p>Expected: {}. Came out: <strong>{}</strong> ({} runs in the {} world, {} failing, {} errors{}).</p>",
         text(&cell.protocol),
         text(describe),
         text(&expectation_words(&cell.expectation)),
@@ -592,8 +680,9 @@ fn cell_detail(out: &mut String, report: &Report, cell: &Cell, describe: &str) {
         cell.world.name(),
         cell.failed_runs,
         cell.errors,
-        cell.seeds_to_catch
-            .map_or_else(String::new, |n| format!("; first caught on seed #{n}"))
+        cell.first_failure
+            .as_ref()
+            .map_or_else(String::new, |r| format!("; first failing seed {}", r.seed))
     );
     h(out, "<table class=\"tallies\"><thead><tr><th>property</th><th>held</th><th>violated</th><th>undecided</th><th>not exercised</th></tr></thead><tbody>");
     for t in &cell.tallies {
@@ -619,15 +708,65 @@ fn cell_detail(out: &mut String, report: &Report, cell: &Cell, describe: &str) {
         );
     }
     h(out, "</tbody></table>");
-    // Timelines for what a reader needs: the deployed protocol, every
-    // failure, and a promised catch that did not happen.
-    let worth = deployed || cell.first_failure.is_some() || cell_bad(cell.status);
-    if let (true, Some((record, which))) = (worth, shown(cell)) {
-        run_detail(out, record, which);
-    } else {
-        h(out, "<p class=\"meta\">No failure to show; the timeline of the protocol you ship is in its own cell above.</p>");
+    match shown(cell) {
+        // A failure is shown open; a passing run behind one click.
+        Some((record, which)) if cell.first_failure.is_some() => run_detail(out, record, which),
+        Some((record, which)) => {
+            let _ = write!(
+                out,
+                "<details class=\"run-detail\"><summary>Verdicts of seed {} ({which}); <code>redfence replay … --out DIR</code> draws its timeline</summary>",
+                record.seed
+            );
+            run_detail(out, record, which);
+            h(out, "</details>");
+        }
+        None => h(out, "<p class=\"meta\">No run was recorded.</p>"),
     }
     h(out, "</article>\n");
+}
+
+/// One line for a cell without full detail: what it found and how to
+/// replay it, or that it passed.
+fn brief(out: &mut String, cell: &Cell) {
+    let Some(record) = &cell.first_failure else {
+        let _ = write!(
+            out,
+            "<p>{}: {} runs, none failing.</p>",
+            cell_meaning(cell.status),
+            cell.runs
+        );
+        return;
+    };
+    let violated: Vec<_> = record
+        .verdicts
+        .iter()
+        .filter(|v| v.status == Status::Violated)
+        .collect();
+    if let Some((first, rest)) = violated.split_first() {
+        let others: Vec<&str> = rest.iter().map(|v| v.property.name()).collect();
+        let _ = write!(
+            out,
+            "<p><strong>{}</strong> violated on seed {}: {}{}</p>",
+            first.property.name(),
+            record.seed,
+            text(&first.explanation),
+            if others.is_empty() {
+                String::new()
+            } else {
+                format!(" Also violated: {}.", others.join(", "))
+            }
+        );
+    }
+    if let Some(error) = &record.error {
+        let _ = write!(out, "<p class=\"violation\">Run: {}</p>", text(error));
+    }
+    let _ = write!(
+        out,
+        "<p class=\"meta\">{} of {} runs failing. Replay (timeline, slice, full event listing): <code class=\"replay\">{}</code></p>",
+        cell.failed_runs,
+        cell.runs,
+        text(&record.replay)
+    );
 }
 
 fn legend(out: &mut String) {
@@ -687,11 +826,12 @@ fn run_detail(out: &mut String, record: &RunRecord, which: &str) {
     }
     run_metrics(out, record);
     if let Some(history) = &record.history {
+        // The listing is the page's largest text by far; the replay line
+        // above prints it.
         let _ = write!(
             out,
-            "<details><summary>Full event listing ({} ops)</summary><pre class=\"events\">{}</pre></details>",
-            history.ops.len(),
-            text(&timeline(history))
+            "<p class=\"meta\">{} ops recorded; the replay line prints every one of them in time order.</p>",
+            history.ops.len()
         );
     }
     h(out, "</div>");

@@ -9,17 +9,22 @@ use redfence_history::verdict::owner_text;
 use redfence_history::Property;
 use redfence_history::Status;
 
-/// The short mark of a cell in a matrix (as the CLI prints it).
+/// The short mark of a cell in a matrix, naming the seed that replays its
+/// first failure (`CAUGHT s3`).
 pub fn cell_mark(cell: &Cell) -> String {
-    let n = cell.seeds_to_catch.unwrap_or(0);
+    // The seed a replay needs, not the seed's position in the sweep.
+    let seed = cell
+        .first_failure
+        .as_ref()
+        .map_or_else(String::new, |r| format!(" s{}", r.seed));
     match cell.status {
         CellStatus::Passed => "pass".to_owned(),
-        CellStatus::Caught => format!("CAUGHT@{n}"),
-        CellStatus::AlsoCaught => format!("also@{n}"),
+        CellStatus::Caught => format!("CAUGHT{seed}"),
+        CellStatus::AlsoCaught => format!("also{seed}"),
         CellStatus::NotCaught => "-".to_owned(),
         CellStatus::Missed => "MISSED".to_owned(),
         CellStatus::Undecidable => "n/d".to_owned(),
-        CellStatus::Failed => "FAIL".to_owned(),
+        CellStatus::Failed => format!("FAIL{seed}"),
     }
 }
 

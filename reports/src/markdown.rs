@@ -121,9 +121,9 @@ pub fn render(report: &Report) -> String {
         out.push('\n');
     }
     out.push_str(
-        "\n`pass` no property violated · `CAUGHT@n` promised bug found on seed #n · `also@n` \
-         failed, not promised · `-` not promised, not caught · `MISSED` promised catch did \
-         not happen · `FAIL` must pass, failed\n",
+        "\n`pass` no property violated · `CAUGHT sN` promised bug found, seed N replays it · \
+         `also sN` failed, not promised · `-` not promised, not caught · `MISSED` promised \
+         catch did not happen · `FAIL sN` must pass, failed on seed N\n",
     );
     out.push_str("\n### Rollout readiness\n\n| item | mark | why |\n|---|---|---|\n");
     for item in &report.readiness.items {

@@ -350,6 +350,16 @@ fn judge(rule: &Rule, sweep: &Sweep, deployment: &Deployment) -> ChecklistItem {
         )
     };
     match rule.id {
+        // Nothing is judged on a deployment the user did not describe: the
+        // run cannot know where their fences come from.
+        "durable-monotonic-fencing" if mark != Mark::NotMet && deployment.assumed => {
+            mark = mark.max(Mark::Partial);
+            summary = format!(
+                "{summary}; whether your fences survive a failover depends on where they come \
+                 from and how Redis is replicated, which you did not state (--fences, \
+                 --replication)"
+            );
+        }
         "durable-monotonic-fencing" if mark != Mark::NotMet => {
             match (deployment.fence_source, deployment.replication) {
                 (FenceSourceKind::RedisCounter, Replication::Async) => {
@@ -455,7 +465,23 @@ fn contention_evidence(item: &mut ChecklistItem, sweep: &Sweep, protocol: &str) 
 
 fn exposures(sweep: &Sweep, deployment: &Deployment) -> Vec<Exposure> {
     let mut out = Vec::new();
+    if deployment.assumed {
+        // Not exposed, not safe: unknown until the user says.
+        out.push(Exposure {
+            kind: ExposureKind::Untested,
+            failure: "fences across a failover or a restart of Redis".to_owned(),
+            why: "you did not say where your fences come from or how your Redis is \
+                  replicated; with the Redis counter and a promotable replica a failover hands \
+                  a fence out twice (this run shows it with the redis-counter-fences mutant)"
+                .to_owned(),
+            mitigation: "describe the deployment: --fences redis-counter|store and \
+                         --replication async|none"
+                .to_owned(),
+            evidence: vec![evidence(sweep, FAILOVER.0, FAILOVER.1)],
+        });
+    }
     match (deployment.fence_source, deployment.replication) {
+        _ if deployment.assumed => {}
         (FenceSourceKind::RedisCounter, Replication::Async) => out.push(Exposure {
             kind: ExposureKind::Exposed,
             failure: "Redis counter as fence source with asynchronous replication: a failover \

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use redfence_reports::{html, Report};
+use redfence_reports::{html, Deployment, Report};
 
 const CHROMIUM: &str = "chromium";
 /// Longest one browser run may take before the test gives up on it.
@@ -132,7 +132,7 @@ fn write_page(dir: &Path, report: &Report) -> (PathBuf, String) {
 fn report_renders_offline_in_headless_chromium() {
     require_chromium();
     let dir = scratch("sweep");
-    let (page, source) = write_page(&dir, &common::golden("sweep_report.json"));
+    let (page, _) = write_page(&dir, &common::golden("sweep_report.json"));
 
     let shot = dir.join("report.png");
     let run = chromium(
@@ -180,7 +180,11 @@ fn report_renders_offline_in_headless_chromium() {
         dom.contains("</footer>"),
         "the DOM reaches the end of the page"
     );
-    for mark in [
+    // A page draws timelines for the deployed protocol and unexpected
+    // results only; judged as if each protocol were the one deployed, the
+    // pages together draw every kind of mark (failures with their slices
+    // included), and the browser must build each of them.
+    let marks = [
         "<svg class=\"timeline\"",
         "class=\"lane worker\"",
         "class=\"lane redis\"",
@@ -193,14 +197,30 @@ fn report_renders_offline_in_headless_chromium() {
         "class=\"fault global replication-cut\"",
         "class=\"crash\"",
         " in-slice\"",
-    ] {
-        let in_file = source.matches(mark).count();
-        assert!(in_file > 0, "the report draws {mark}");
-        assert_eq!(
-            dom.matches(mark).count(),
-            in_file,
-            "{mark}: the DOM has what the file has"
-        );
+    ];
+    let mut in_files = vec![0; marks.len()];
+    let golden = common::golden("sweep_report.json");
+    for protocol in golden.sweep.protocols.iter().map(|p| p.name.clone()) {
+        let judged = golden.clone().with_deployment(Deployment {
+            protocol: protocol.clone(),
+            ..golden.deployment.clone()
+        });
+        let sub = dir.join(&protocol);
+        std::fs::create_dir_all(&sub).unwrap();
+        let (page, source) = write_page(&sub, &judged);
+        let dom = chromium(&sub, &page, &["--dump-dom".to_owned()], "dom").stdout;
+        for (mark, total) in marks.iter().zip(in_files.iter_mut()) {
+            let in_file = source.matches(mark).count();
+            *total += in_file;
+            assert_eq!(
+                dom.matches(mark).count(),
+                in_file,
+                "{mark} as deployed {protocol}: the DOM has what the file has"
+            );
+        }
+    }
+    for (mark, total) in marks.iter().zip(&in_files) {
+        assert!(*total > 0, "the report draws {mark}");
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -245,6 +265,68 @@ fn the_network_check_sees_a_page_that_fetches() {
     assert!(
         requests.iter().any(|l| l.contains("example.invalid")),
         "the net log shows the control page's fetch"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Protocols in the wide matrix of the laptop test: more than the shipped
+/// set (two reference levels and sixteen mutants), with long names.
+const WIDE_PROTOCOLS: usize = 24;
+
+/// On a 1,366 × 768 laptop screen the page has no page-level horizontal
+/// scroll even with a matrix far wider than the screen (it scrolls inside
+/// its own frame, row names kept in view), and the first failing cell is
+/// one link away from the top. The page has no script of its own; the test
+/// appends one that writes what the browser measured into the DOM.
+#[test]
+fn the_page_fits_a_laptop_screen_and_the_first_failure_is_one_click_away() {
+    require_chromium();
+    let dir = scratch("laptop");
+    let mut report = common::golden("sweep_report.json");
+    let originals = report.sweep.cells.clone();
+    let template = report.sweep.protocols[0].clone();
+    for n in 0..WIDE_PROTOCOLS {
+        let name = format!("a-team-lock-with-a-rather-long-name-{n}");
+        let mut protocol = template.clone();
+        protocol.name = name.clone();
+        report.sweep.protocols.push(protocol);
+        for cell in originals.iter().filter(|c| c.protocol == template.name) {
+            let mut copy = cell.clone();
+            copy.protocol = name.clone();
+            report.sweep.cells.push(copy);
+        }
+    }
+    let page = html::render(&report);
+    let first_failing = report
+        .sweep
+        .cells
+        .iter()
+        .find(|c| c.first_failure.is_some())
+        .expect("the golden sweep has a failing cell");
+    let anchor = format!(
+        "href=\"#cell-{}--{}\"",
+        first_failing.scenario, first_failing.protocol
+    );
+    let top = &page[..page.find("id=\"readiness\"").expect("readiness section")];
+    assert!(
+        top.contains(&anchor),
+        "the matrix at the top links the first failing cell ({anchor})"
+    );
+    let probe = "<script>document.body.setAttribute('data-overflow', String(document.documentElement.scrollWidth > window.innerWidth)); document.body.setAttribute('data-inner', String(window.innerWidth));</script></body>";
+    let measured = page.replacen("</body>", probe, 1);
+    let path = dir.join("report.html");
+    std::fs::write(&path, measured).unwrap();
+    let dom = chromium(
+        &dir,
+        &path,
+        &["--window-size=1366,768".to_owned(), "--dump-dom".to_owned()],
+        "laptop",
+    )
+    .stdout;
+    assert!(dom.contains("data-inner=\"1366\""), "measured at 1,366 px");
+    assert!(
+        dom.contains("data-overflow=\"false\""),
+        "no page-level horizontal scroll at 1,366 px"
     );
     let _ = std::fs::remove_dir_all(&dir);
 }

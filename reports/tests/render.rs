@@ -173,8 +173,14 @@ fn timeline_marks_crashes_failover_and_redis_wide_faults() {
     assert_eq!(latency.len(), 1, "added latency is a window on its worker");
     assert_eq!(latency[0].attribute("data-lane"), Some("w0"));
 
+    let as_deployed = html::render(&golden_as_deployed("redis-counter-fences"));
+    let counter_doc = xml(&as_deployed);
     let failover = find(
-        cell(&doc, "failover-counter-regression", "redis-counter-fences"),
+        cell(
+            &counter_doc,
+            "failover-counter-regression",
+            "redis-counter-fences",
+        ),
         "svg",
         &["timeline"],
     )[0];
@@ -211,9 +217,41 @@ fn timeline_marks_crashes_failover_and_redis_wide_faults() {
     );
 }
 
+/// The golden sweep judged as if `protocol` were the one deployed: its
+/// cells, caught mutants included, then get their full detail.
+fn golden_as_deployed(protocol: &str) -> redfence_reports::Report {
+    let report = golden("sweep_report.json");
+    let deployment = redfence_reports::Deployment {
+        protocol: protocol.to_owned(),
+        ..report.deployment.clone()
+    };
+    report.with_deployment(deployment)
+}
+
+/// A mutant caught as promised, when it is not the protocol deployed, is
+/// one line: the property it violated with the checker's words, on which
+/// seed, and the replay line — no timeline, no tallies.
+#[test]
+fn an_expected_catch_is_one_line_with_its_replay() {
+    let report = golden("sweep_report.json");
+    let page = html::render(&report);
+    let doc = xml(&page);
+    let article = cell(&doc, "stale-worker-pause", "no-fence-check");
+    assert!(has_class(article, "brief"));
+    assert!(find(article, "svg", &[]).is_empty());
+    assert!(find(article, "table", &[]).is_empty());
+    let words = text_of(article);
+    assert!(words.contains("fence-order violated on seed 0"), "{words}");
+    assert!(words.contains("was accepted"), "{words}");
+    assert!(
+        words.contains("redfence replay stale-worker-pause --protocol no-fence-check --seed 0"),
+        "{words}"
+    );
+}
+
 #[test]
 fn a_violation_shows_explanation_slice_and_replay_line() {
-    let report = golden("sweep_report.json");
+    let report = golden_as_deployed("no-fence-check");
     let page = html::render(&report);
     let doc = xml(&page);
     let article = cell(&doc, "stale-worker-pause", "no-fence-check");
@@ -236,7 +274,7 @@ fn a_violation_shows_explanation_slice_and_replay_line() {
     // passing mutant cells point there instead.
     assert_eq!(
         find(
-            cell(&doc, "redis-unavailable", "no-fence-check"),
+            cell(&doc, "redis-unavailable", "unfenced-set-nx"),
             "svg",
             &[]
         )
@@ -404,7 +442,7 @@ fn markdown_summarises_for_a_pull_request() {
         "| scenario | reference | reference-steps | no-fence-check | redis-counter-fences | \
          unfenced-set-nx |"
     ));
-    assert!(md.contains("| stale-worker-pause | pass | pass | CAUGHT@1 | - | CAUGHT@1 |"));
+    assert!(md.contains("| stale-worker-pause | pass | pass | CAUGHT s0 | - | CAUGHT s0 |"));
     assert!(md.contains("### Rollout readiness"));
     assert!(md.contains("| Durable, monotonic fencing tokens | ❌ NOT MET |"));
     assert!(
@@ -548,7 +586,7 @@ fn not_exercised_is_shown_apart_from_held_in_every_format() {
 /// write was accepted and the data corrupted, where it happened.
 #[test]
 fn an_unfenced_lock_is_reported_as_a_stale_write_accepted() {
-    let report = golden("sweep_report.json");
+    let report = golden_as_deployed("unfenced-set-nx");
     let page = html::render(&report);
     let doc = xml(&page);
     let article = cell(&doc, "stale-worker-pause", "unfenced-set-nx");
@@ -569,7 +607,7 @@ fn an_unfenced_lock_is_reported_as_a_stale_write_accepted() {
     assert!(!text_of(fail_closed).contains("issued no fence"));
     let md = markdown::render(&report);
     assert!(
-        md.contains("(CAUGHT@1): unfenced-stale-write VIOLATED: stale write accepted at "),
+        md.contains("(CAUGHT s0): unfenced-stale-write VIOLATED: stale write accepted at "),
         "{md}"
     );
 }
@@ -681,4 +719,48 @@ fn a_world_without_a_server_log_says_so_in_the_redis_lane() {
         !find(svg, "rect", &["hold"]).is_empty(),
         "the workers' view is still drawn"
     );
+}
+
+/// Nothing the user did not state turns a verdict red: judged for the
+/// assumed deployment, fence durability is not marked NOT MET and no fence
+/// exposure is claimed — the page says what to describe instead; described
+/// as Redis-counter fences with a promotable replica, both are.
+#[test]
+fn no_red_verdict_comes_from_an_assumed_deployment() {
+    let golden = golden("sweep_report.json");
+    let sweep = golden.sweep.clone();
+    let assumed = redfence_reports::Deployment::assumed_for(&sweep);
+    assert!(assumed.assumed);
+    let report = redfence_reports::Report::new(
+        redfence_reports::ReportKind::Sweep,
+        "redfence run",
+        assumed.clone(),
+        sweep.clone(),
+        None,
+    );
+    let durable = |r: &redfence_reports::Report| {
+        r.readiness
+            .items
+            .iter()
+            .find(|i| i.id == "durable-monotonic-fencing")
+            .expect("the item")
+            .mark
+    };
+    assert_ne!(durable(&report), Mark::NotMet);
+    assert!(report.readiness.exposed().is_empty());
+    let page = html::render(&report);
+    assert!(page.contains("Nothing: you did not describe your deployment"));
+    let described = redfence_reports::Report::new(
+        redfence_reports::ReportKind::Sweep,
+        "redfence run --fences redis-counter --replication async",
+        redfence_reports::Deployment {
+            assumed: false,
+            ..assumed
+        },
+        sweep,
+        None,
+    );
+    assert_eq!(durable(&described), Mark::NotMet);
+    assert_eq!(described.readiness.exposed().len(), 1);
+    assert!(html::render(&described).contains("As you described it"));
 }

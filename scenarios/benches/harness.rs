@@ -1,6 +1,6 @@
 //! The whole harness in the simulation, per scenario: runs per second and
 //! simulated seconds per wall second for the reference protocol — world,
-//! worker flow, recorder, history and the checker's eight properties — on
+//! worker flow, recorder, history and the checker's properties — on
 //! one thread, with the tick the scenario's lease asks for (1% of it: 10 ms
 //! for the default 1 s lease).
 //!

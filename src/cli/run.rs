@@ -104,6 +104,14 @@ pub fn record_provenance(result: &mut Sweep) {
     let provenance = result.provenance.get_or_insert_with(Default::default);
     provenance.redfence_version = env!("CARGO_PKG_VERSION").to_owned();
     provenance.commit = Some(env!("REDFENCE_COMMIT").to_owned()).filter(|c| !c.is_empty());
+    provenance.os = Some(format!(
+        "{} {}",
+        std::env::consts::OS,
+        std::env::consts::ARCH
+    ));
+    provenance.cpus = std::thread::available_parallelism()
+        .ok()
+        .map(|n| n.get() as u32);
     if result.world == WorldKind::Real {
         if let Some(servers) = redfence_chaos::last_started() {
             provenance.provider = Some(servers.provider.name().to_owned());
@@ -183,6 +191,9 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
     drop(watchdog);
     bar.finish_and_clear();
     record_provenance(&mut result);
+    if let Some(provenance) = &mut result.provenance {
+        provenance.wall_ms = Some(started.elapsed().as_millis() as u64);
+    }
     print_sweep(&result);
     let wall_s = started.elapsed().as_secs_f64().max(1e-9);
     // Real-world runs take seconds each: "0 runs/s" said nothing.
