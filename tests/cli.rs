@@ -1,5 +1,7 @@
-//! The `redfence` binary as a user runs it: listing, a small sweep, replay
-//! determinism, exploration, and the errors bad arguments get.
+//! The `redfence` binary as a user runs it: listing, a small sweep (in 80
+//! columns by default, wide when asked, plain progress lines off a
+//! terminal), replay determinism, exploration, and the errors bad arguments
+//! get.
 
 use std::process::{Command, Output};
 
@@ -35,9 +37,10 @@ fn list_names_every_scenario_protocol_and_property() {
 }
 
 #[test]
-fn run_prints_the_matrix_and_replay_lines() {
+fn run_wide_prints_the_matrix_and_replay_lines() {
     let out = redfence(&[
         "run",
+        "--wide",
         "--scenario",
         "late-unlock",
         "--protocol",
@@ -58,6 +61,77 @@ fn run_prints_the_matrix_and_replay_lines() {
         text.contains("redfence replay late-unlock --protocol del-unlock --seed 0"),
         "{text}"
     );
+}
+
+/// The widest line the default output may print.
+const WIDTH_COLS: usize = 80;
+
+#[test]
+fn run_fits_80_columns_starts_with_the_verdict_and_groups_failures() {
+    // Every scenario and protocol, as `redfence run` with no flags, on
+    // one seed to stay quick in a debug build.
+    let out = redfence(&["run", "--seeds", "1"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    for line in text.lines() {
+        assert!(
+            line.chars().count() <= WIDTH_COLS,
+            "{} columns: {line:?}\n{text}",
+            line.chars().count()
+        );
+    }
+    let first = text.lines().next().unwrap_or_default();
+    assert!(first.starts_with("reference"), "{first}");
+    for part in ["13/13", "held", "16/16 mutants caught", "7/9"] {
+        assert!(first.contains(part), "the verdict names {part:?}: {first}");
+    }
+    // One group for a property a mutant trips in many scenarios, with
+    // its count and one replay line, not one per failing cell.
+    let groups: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("  static-owner × fence-uniqueness: "))
+        .collect();
+    assert_eq!(groups.len(), 1, "{text}");
+    assert!(groups[0].contains(" scenarios, "), "{}", groups[0]);
+    assert!(
+        text.contains("\n    redfence replay mutual-exclusion --protocol static-owner --seed 0\n"),
+        "{text}"
+    );
+    assert!(!text.contains("CAUGHT@"), "the wide matrix is --wide's");
+    // It ends with readiness and the first replay line.
+    assert!(text.contains("\nreadiness of reference (fences redis-counter"));
+    let tail: Vec<&str> = text.lines().rev().take(3).collect();
+    assert!(
+        tail.iter()
+            .any(|l| l.trim_start().starts_with("redfence replay ")
+                || l.trim_start().starts_with("--protocol")),
+        "{text}"
+    );
+}
+
+#[test]
+fn progress_off_a_terminal_is_plain_lines() {
+    let out = redfence(&[
+        "run",
+        "--scenario",
+        "mutual-exclusion",
+        "--protocol",
+        "reference",
+        "--seeds",
+        "2",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(!err.contains('\r'), "no carriage returns: {err:?}");
+    assert!(!err.contains('\u{1b}'), "no escape codes: {err:?}");
+    let lines: Vec<&str> = err.lines().collect();
+    assert!(
+        lines
+            .last()
+            .is_some_and(|l| l.starts_with("progress: 2/2 runs, 0 failing, ") && l.ends_with(" s")),
+        "{err:?}"
+    );
+    assert!(lines.iter().all(|l| l.starts_with("progress: ")), "{err:?}");
 }
 
 #[test]

@@ -4,8 +4,8 @@
 //! A world (the deterministic simulation, or real Redis and Postgres) records
 //! a [`History`]; [`check`] turns it into one [`Verdict`] per [`Property`],
 //! each with the smallest [`HistorySlice`] that shows a violation. A runner
-//! wraps it into a [`RunRecord`]; a sweep folds many into a [`Sweep`]; reports
-//! render those. Everything here is pure data and pure functions: no async
+//! wraps it into a [`RunRecord`]; a sweep folds many into a [`Sweep`]; triage
+//! groups a sweep's failures by signature; reports render those. Everything here is pure data and pure functions: no async
 //! runtime, network, Lua or database, and every result type serialises with
 //! serde, so a report can be rendered (or re-judged) from JSON alone. This
 //! crate depends on nothing else of redfence's; the others depend on it.
@@ -43,6 +43,7 @@ pub mod provenance;
 pub mod record;
 pub mod sweep;
 pub mod timeline;
+pub mod triage;
 pub mod verdict;
 
 pub use checker::{check, check_property, NO_REDIS_TRUTH, NO_STORE_TRUTH};

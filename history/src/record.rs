@@ -21,6 +21,16 @@ pub const REPLAY_SEED_ENV: &str = "REDFENCE_SEED";
 /// The environment variable through which `cargo test` replays a schedule.
 pub const REPLAY_SCHEDULE_ENV: &str = "REDFENCE_SCHEDULE";
 
+/// What separates a replay line's command from the note after it (its
+/// `cargo test` equivalent, or how to call a team's own lock): one constant
+/// to write the line and to split it, so a narrow terminal can print the
+/// command alone.
+pub const REPLAY_NOTE_SEPARATOR: &str = "   (";
+
+/// The name of the parameter that carries a run's fault schedule (random
+/// faults), so what groups failures can name the schedule to replay.
+pub const SCHEDULE_PARAM: &str = "schedule";
+
 /// Which kind of world ran a scenario.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -190,7 +200,8 @@ pub fn replay_line(
         return match world {
             WorldKind::Sim => format!(
                 "redfence_scenarios::replay::replay(\"{scenario}\", {schedule}, \
-                 std::sync::Arc::new(YourLock), {seed}).unwrap()   (your own lock, here \
+                 std::sync::Arc::new(YourLock), {seed}).unwrap(){REPLAY_NOTE_SEPARATOR}your own \
+                 lock, here \
                  {protocol}: call this from your crate with your protocol's value; it returns \
                  the run's record, and \
                  redfence_scenarios::timeline::timeline(record.history.as_ref().unwrap()) \
@@ -200,8 +211,8 @@ pub fn replay_line(
             WorldKind::Real => format!(
                 "redfence_scenarios::replay::replay_in(&redfence_scenarios::real_world::\
                  RealWorlds::from_env().unwrap(), \"{scenario}\", {schedule}, \
-                 std::sync::Arc::new(YourLock), {seed}).unwrap()   (your own lock, here \
-                 {protocol}, on real servers: re-runs the seed, timing is real)"
+                 std::sync::Arc::new(YourLock), {seed}).unwrap(){REPLAY_NOTE_SEPARATOR}your own \
+                 lock, here {protocol}, on real servers: re-runs the seed, timing is real)"
             ),
         };
     }
@@ -222,11 +233,17 @@ pub fn replay_line(
         WorldKind::Real => "real_world",
     };
     format!(
-        "redfence replay {scenario} --protocol {protocol}{world_flag} --seed {seed}{flag}   \
-         (cargo test: {env}{REPLAY_SEED_ENV}={seed} cargo test -p redfence-scenarios \
+        "redfence replay {scenario} --protocol {protocol}{world_flag} --seed \
+         {seed}{flag}{REPLAY_NOTE_SEPARATOR}cargo test: {env}{REPLAY_SEED_ENV}={seed} cargo test -p redfence-scenarios \
          --test {file} {test})",
         test = test_name(scenario),
     )
+}
+
+/// The command of a replay line, without the note after it.
+pub fn replay_command(line: &str) -> &str {
+    line.split_once(REPLAY_NOTE_SEPARATOR)
+        .map_or(line, |(command, _)| command)
 }
 
 /// The scenario test's name for `scenario` (kebab-case → snake_case).
@@ -314,4 +331,29 @@ pub fn metrics(history: &History, stats: &[JobStat], workers: usize) -> Metrics 
         m.acquisitions_per_sec = m.acquired as f64 * 1_000.0 / history.end_ms as f64;
     }
     m
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::names::{protocol, scenario};
+
+    #[test]
+    fn the_command_of_a_replay_line_is_the_cli_call_alone() {
+        let line = replay_line(
+            scenario::LATE_UNLOCK,
+            protocol::REFERENCE,
+            WorldKind::Sim,
+            3,
+            Some("300 pause w0 1200"),
+        );
+        assert_eq!(
+            replay_command(&line),
+            "redfence replay late-unlock --protocol reference --seed 3 --schedule '300 pause \
+             w0 1200'"
+        );
+        assert!(line.ends_with("cargo test -p redfence-scenarios --test scenarios late_unlock)"));
+        let own = replay_line(scenario::LATE_UNLOCK, "my-lock", WorldKind::Sim, 3, None);
+        assert!(replay_command(&own).ends_with("std::sync::Arc::new(YourLock), 3).unwrap()"));
+    }
 }

@@ -563,14 +563,14 @@ pub fn score(mutant: &str, cells: &[Cell]) -> MutantScore {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::names::{mutant, protocol, scenario};
     use crate::record::Metrics;
     use crate::verdict::Verdict;
 
     /// A run whose every property has `status`, except `violated` ones.
-    fn run(status: Status, violated: &[Property]) -> RunRecord {
+    pub(crate) fn run(status: Status, violated: &[Property]) -> RunRecord {
         let verdicts = Property::ALL
             .iter()
             .map(|&p| match (violated.contains(&p), status) {
@@ -601,7 +601,9 @@ mod tests {
         }
     }
 
-    fn cell(protocol: &str, scenario: &str, runs: Vec<RunRecord>) -> Cell {
+    /// The cell of `protocol` × `scenario` folded from `runs`, the first
+    /// at seed position 1.
+    pub(crate) fn cell(protocol: &str, scenario: &str, runs: Vec<RunRecord>) -> Cell {
         let promised = promised(protocol, scenario);
         let mut acc = CellAcc::new();
         for (i, record) in runs.into_iter().enumerate() {

@@ -1,11 +1,14 @@
 //! JUnit XML for CI test tabs: one testsuite per scenario, one testcase per
 //! cell (scenario × protocol × world).
 //!
-//! A testcase fails when the cell is bad news: a protocol that must pass
-//! violated a property (`FAIL`), or a promised mutant catch did not happen
-//! (`MISSED`). A mutant caught as promised is a passing test — the harness
-//! did its job. A failure's message names the property; its body holds the
-//! checker's explanation and the line that replays the run. A property no
+//! A testcase fails when the cell is an unexpected result: a protocol that
+//! must pass violated a property (`FAIL`), or a promised mutant catch did
+//! not happen (`MISSED`). A mutant caught as promised, or caught where
+//! nothing was promised, is a passing test — the harness did its job. A
+//! failure's type names the property; its message is the line that replays
+//! the run (a CI test tab shows the message first, and the replay is what a
+//! reader acts on); its body holds every violated property with the
+//! checker's explanation, the seed, and the replay line again. A property no
 //! seed of the cell gave anything to judge is listed in the testcase's
 //! output as not exercised: neither a failure nor a pass.
 
@@ -20,44 +23,55 @@ use crate::labels::{
     cell_mark, cell_meaning, cell_never_exercised, expectation_words, property_names,
 };
 
+/// The failure of a testcase whose cell is unexpected: its type, its
+/// message — the line that replays it, what a CI test tab shows first — and
+/// its body.
 fn failure(cell: &Cell) -> Option<(String, String, String)> {
     match cell.status {
         CellStatus::Failed => {
             let record = cell.first_failure.as_ref();
-            let verdict =
-                record.and_then(|r| r.verdicts.iter().find(|v| v.status == Status::Violated));
-            let kind = verdict.map_or("run-error".to_owned(), |v| v.property.name().to_owned());
-            let message = match (verdict, record.and_then(|r| r.error.as_deref())) {
-                (Some(v), _) => format!(
-                    "{} violated on seed {}",
-                    v.property.name(),
-                    record.map_or(0, |r| r.seed)
-                ),
-                (None, Some(error)) => error.to_owned(),
-                (None, None) => "failed".to_owned(),
-            };
+            let violated: Vec<_> = record
+                .map(|r| {
+                    r.verdicts
+                        .iter()
+                        .filter(|v| v.status == Status::Violated)
+                        .collect()
+                })
+                .unwrap_or_default();
+            let kind = violated
+                .first()
+                .map_or("run-error".to_owned(), |v| v.property.name().to_owned());
             let mut body = String::new();
-            if let Some(v) = verdict {
-                let _ = writeln!(body, "{}", v.explanation);
+            for v in &violated {
+                let _ = writeln!(body, "violates {}: {}", v.property.name(), v.explanation);
+            }
+            if let Some(error) = record.and_then(|r| r.error.as_deref()) {
+                let _ = writeln!(body, "run: {error}");
             }
             if let Some(r) = record {
-                let _ = writeln!(body, "replay: {}", r.replay);
+                let _ = writeln!(
+                    body,
+                    "first failing seed: {} ({} of {} seeds failed)\nreplay: {}",
+                    r.seed, cell.failed_runs, cell.runs, r.replay
+                );
             }
+            let message = record.map_or("failed".to_owned(), |r| r.replay.clone());
             Some((kind, message, body))
         }
-        CellStatus::Missed => Some((
-            "missed-catch".to_owned(),
-            format!(
-                "{}; not caught in {} seeds",
-                expectation_words(&cell.expectation),
-                cell.runs
-            ),
-            format!(
-                "{}\nreplay the first run: {}\n",
-                cell_meaning(cell.status),
-                cell.first_run.as_ref().map_or("-", |r| r.replay.as_str())
-            ),
-        )),
+        CellStatus::Missed => {
+            let first = cell.first_run.as_ref().map(|r| r.replay.as_str());
+            Some((
+                "missed-catch".to_owned(),
+                first.unwrap_or("no run kept").to_owned(),
+                format!(
+                    "{}; not caught in {} seeds\n{}\nreplay the first run: {}\n",
+                    expectation_words(&cell.expectation),
+                    cell.runs,
+                    cell_meaning(cell.status),
+                    first.unwrap_or("-")
+                ),
+            ))
+        }
         _ => None,
     }
 }

@@ -512,9 +512,70 @@ fn junit_has_one_testcase_per_cell_and_fails_with_explanation_and_replay() {
         Some("redfence.sim.stale-worker-pause")
     );
     assert!(case.attribute("name").unwrap().starts_with("reference"));
+    let replay = &failing
+        .sweep
+        .cell("stale-worker-pause", "reference")
+        .unwrap()
+        .first_failure
+        .as_ref()
+        .unwrap()
+        .replay;
+    assert_eq!(
+        failure[0].attribute("message"),
+        Some(replay.as_str()),
+        "the message is the replay line"
+    );
     let body = failure[0].text().unwrap();
+    assert!(body.contains("violates fence-order: "), "{body}");
     assert!(body.contains("was accepted"), "the explanation");
     assert!(body.contains("replay: redfence replay stale-worker-pause"));
+}
+
+#[test]
+fn junit_fails_a_missed_catch_with_its_replay_line_and_passes_caught_mutants() {
+    let mut report = golden("sweep_report.json");
+    let (scenario, mutant) = ("stale-worker-pause", "no-fence-check");
+    let cell = report
+        .sweep
+        .cells
+        .iter_mut()
+        .find(|c| c.scenario == scenario && c.protocol == mutant)
+        .unwrap();
+    cell.status = CellStatus::Missed;
+    cell.seeds_to_catch = None;
+    let first_run = cell.first_run.as_ref().unwrap().replay.clone();
+    let deployment = report.deployment.clone();
+    let report = report.with_deployment(deployment);
+    let xml_text = junit::render(&report);
+    let doc = roxmltree::Document::parse(&xml_text).unwrap();
+    assert_eq!(doc.root_element().attribute("failures"), Some("1"));
+    let failure = find(doc.root(), "failure", &[]);
+    assert_eq!(failure.len(), 1, "only the miss fails");
+    assert_eq!(failure[0].attribute("type"), Some("missed-catch"));
+    assert_eq!(failure[0].attribute("message"), Some(first_run.as_str()));
+    let case = failure[0].parent().unwrap();
+    assert_eq!(case.attribute("name"), Some(mutant));
+    let caught: Vec<_> = find(doc.root(), "testcase", &[])
+        .into_iter()
+        .filter(|c| {
+            report
+                .sweep
+                .cell(
+                    c.attribute("classname")
+                        .unwrap()
+                        .rsplit('.')
+                        .next()
+                        .unwrap(),
+                    c.attribute("name").unwrap(),
+                )
+                .is_some_and(|cell| cell.status == CellStatus::Caught)
+        })
+        .collect();
+    assert!(!caught.is_empty(), "the golden sweep has caught mutants");
+    assert!(
+        caught.iter().all(|c| find(*c, "failure", &[]).is_empty()),
+        "expected catches stay passing testcases"
+    );
 }
 
 /// What the reference's every run gives `unfenced-stale-write`: nothing to

@@ -318,7 +318,11 @@ impl Scenario for RandomFaults {
 
     fn params(&self) -> Vec<Param> {
         vec![
-            Param::new("schedule", &self.schedule, "the fault windows played"),
+            Param::new(
+                crate::record::SCHEDULE_PARAM,
+                &self.schedule,
+                "the fault windows played",
+            ),
             Param::new("jobs-per-worker", JOBS, "jobs each worker processes"),
             Param::new("work-ms", WORK_MS, "work inside the critical section"),
             Param::new("gap-ms", GAP_MS, "pause before each job"),

@@ -11,6 +11,7 @@ use redfence_scenarios::sim_world::SimWorlds;
 use redfence_scenarios::sweep::{sweep, SweepPlan};
 use redfence_scenarios::Property;
 
+use super::progress::Progress;
 use super::CliError;
 
 /// Arguments of `redfence agree`.
@@ -70,15 +71,21 @@ pub fn agree(args: AgreeArgs) -> Result<ExitCode, CliError> {
         "real world: {} seed(s) per cell, one run at a time…",
         args.seeds
     );
-    let real = sweep(real_worlds.as_ref(), &plan(args.seeds, 1), &|p| {
+    let real_plan = plan(args.seeds, 1);
+    // A bar on a terminal; whole lines in a log, which keeps a carriage
+    // return's redraws as one line.
+    let progress = Progress::new(
+        real_plan.seed_list().len() * real_plan.scenarios.len() * real_plan.protocols.len(),
+    );
+    let real = sweep(real_worlds.as_ref(), &real_plan, &|p| {
         if let Some(watchdog) = &watchdog {
             watchdog.progress();
         }
-        eprint!("\r  {}/{} runs", p.done, p.total);
+        progress.update(p.done, p.total, p.failed);
     });
     super::signals::park_if_interrupted();
     drop(watchdog);
-    eprintln!();
+    progress.finish();
     let rows = compare(&sim, &real);
     print_rows(&rows);
     if let Some(path) = &args.json {

@@ -4,10 +4,12 @@
 pub mod agree;
 pub mod explore;
 pub mod list;
+pub mod progress;
 pub mod replay;
 pub mod report;
 pub mod run;
 pub mod signals;
+pub mod summary;
 
 use std::sync::Arc;
 

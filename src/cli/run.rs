@@ -1,23 +1,25 @@
-//! `redfence run`: sweep scenarios × protocols over seeds, print the verdict
-//! matrix and the mutation score, name the replay of every failing cell,
-//! write the report with `--out DIR` (measuring the hotspot wait curve for
-//! it), and exit non-zero when the reference protocol fails a property.
+//! `redfence run`: sweep scenarios × protocols over seeds, print the result
+//! — in 80 columns by default (`summary.rs`), or with `--wide` the full
+//! protocol × scenario matrix, the mutation score and the replay of every
+//! failing cell —, write the report with `--out DIR` (measuring the hotspot
+//! wait curve for it), and exit non-zero when the reference protocol fails a
+//! property.
 
 use redfence_scenarios::names;
 use std::process::ExitCode;
 
 use clap::Args;
-use indicatif::{ProgressBar, ProgressStyle};
+use redfence_reports::readiness::readiness;
 use redfence_reports::{Deployment, Report, ReportKind};
 use redfence_scenarios::catalog::hotspot_load::{wait_curve, CurvePoint};
 use redfence_scenarios::run::WorldFactory;
-use redfence_scenarios::sweep::{
-    sweep, CellStatus, Expectation, Progress, Shard, Sweep, SweepPlan, REFERENCE,
-};
+use redfence_scenarios::sweep::{sweep, CellStatus, Shard, Sweep, SweepPlan, REFERENCE};
 use redfence_scenarios::world::WorldKind;
 
+use super::progress::Progress;
 use super::report::OutArgs;
 use super::signals::Watchdog;
+use super::summary;
 use super::CliError;
 use std::time::Duration;
 
@@ -71,6 +73,10 @@ pub struct RunArgs {
     json: Option<String>,
     #[command(flatten)]
     out: OutArgs,
+    /// Print the full protocol × scenario matrix, the mutation score and
+    /// one replay line per failing cell instead of the 80-column summary.
+    #[arg(long)]
+    wide: bool,
     /// Seeds per point of the hotspot wait curve (2–16 workers, jitter
     /// and none) measured for the report; 0 skips it.
     #[arg(long, value_name = "N", default_value_t = CURVE_SEEDS_DEFAULT, requires = "out")]
@@ -171,30 +177,22 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
         )));
     }
     let total = plan.seed_list().len() * plan.scenarios.len() * plan.protocols.len();
-    let bar = ProgressBar::new(total as u64);
-    bar.set_style(
-        ProgressStyle::with_template(
-            "{bar:40} {pos}/{len} runs, {msg} [{elapsed_precise}, eta {eta}]",
-        )
-        .expect("a valid template"),
-    );
-    let report = |p: Progress| {
+    let progress = Progress::new(total);
+    let report = |p: redfence_scenarios::sweep::Progress| {
         if let Some(watchdog) = &watchdog {
             watchdog.progress();
         }
-        bar.set_position(p.done as u64);
-        bar.set_message(format!("{} failing", p.failed));
+        progress.update(p.done, p.total, p.failed);
     };
     let started = std::time::Instant::now();
     let mut result = sweep(worlds.as_ref(), &plan, &report);
     super::signals::park_if_interrupted();
     drop(watchdog);
-    bar.finish_and_clear();
+    progress.finish();
     record_provenance(&mut result);
     if let Some(provenance) = &mut result.provenance {
         provenance.wall_ms = Some(started.elapsed().as_millis() as u64);
     }
-    print_sweep(&result);
     let wall_s = started.elapsed().as_secs_f64().max(1e-9);
     // Real-world runs take seconds each: "0 runs/s" said nothing.
     let pace = if total as f64 >= wall_s {
@@ -202,11 +200,30 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
     } else {
         format!("{:.1} s a run", wall_s / total.max(1) as f64)
     };
-    println!(
-        "\n{total} runs in {wall_s:.1} s ({pace}, {} {})",
+    let timing = format!(
+        "{total} runs in {wall_s:.1} s ({pace}, {} {})",
         plan.jobs,
         if plan.jobs == 1 { "thread" } else { "threads" }
     );
+    // The readiness marks do not depend on the curve, so the terminal
+    // judges without it, for the deployment --fences/--replication say.
+    let deployment = deployment(&result, &args.out);
+    let judged = readiness(&result, &deployment, None);
+    for line in summary::head(&result, &judged, &timing) {
+        println!("{line}");
+    }
+    if args.wide {
+        print_sweep(&result);
+        println!();
+        let groups = redfence_scenarios::triage::groups(&result);
+        for line in summary::tail(&judged, &deployment, &groups) {
+            println!("{line}");
+        }
+    } else {
+        for line in summary::body(&result, &judged, &deployment) {
+            println!("{line}");
+        }
+    }
     if let Some(path) = &args.json {
         let json = serde_json::to_string_pretty(&result).expect("a sweep serialises");
         super::report::write_json(path, json.as_bytes())?;
@@ -245,6 +262,13 @@ fn curve(worlds: &dyn WorldFactory, result: &Sweep, seeds: u64) -> Option<Vec<Cu
     Some(wait_curve(worlds, &seeds))
 }
 
+/// The deployment `out` describes for `result` (assumed where it says
+/// nothing).
+fn deployment(result: &Sweep, out: &OutArgs) -> Deployment {
+    let assumed = Deployment::assumed_for(result);
+    out.deployment(&assumed).unwrap_or(assumed)
+}
+
 /// The report of `result` for the deployment `out` describes.
 pub fn build_report(
     kind: ReportKind,
@@ -252,8 +276,7 @@ pub fn build_report(
     curve: Option<Vec<CurvePoint>>,
     out: &OutArgs,
 ) -> Report {
-    let assumed = Deployment::assumed_for(&result);
-    let deployment = out.deployment(&assumed).unwrap_or(assumed);
+    let deployment = deployment(&result, out);
     Report::new(
         kind,
         &super::report::command_line(),
@@ -275,20 +298,9 @@ fn symbol(status: CellStatus, seeds_to_catch: Option<u64>) -> String {
     }
 }
 
-/// Prints the matrix, the mutation score and the replay lines.
+/// Prints the wide output (`--wide`): the full matrix, the mutation score
+/// and one replay line per failing cell.
 pub fn print_sweep(result: &Sweep) {
-    if let Some(provenance) = &result.provenance {
-        println!("{}", provenance.line());
-    }
-    println!(
-        "world: {}   seeds: {} from {}{}",
-        result.world.name(),
-        result.seeds,
-        result.seed_first,
-        result
-            .shard
-            .map_or_else(String::new, |s| format!("   shard {s}"))
-    );
     println!("\nprotocols:");
     for (i, p) in result.protocols.iter().enumerate() {
         println!("  P{i:<3} {}", p.name);
@@ -317,18 +329,11 @@ pub fn print_sweep(result: &Sweep) {
     );
     // A property no scenario gave anything to judge was not tested: say so,
     // rather than let "pass" read as "held".
-    for protocol in &result.protocols {
-        let must_pass = result
-            .cells
-            .iter()
-            .any(|c| c.protocol == protocol.name && c.expectation == Expectation::Pass);
-        let idle = redfence_reports::labels::never_exercised(result, &protocol.name);
-        if must_pass && !idle.is_empty() {
-            println!(
-                "\nnot exercised for {} in any scenario run (nothing to judge, not held): {}",
-                protocol.name,
-                redfence_reports::labels::property_names(&idle)
-            );
+    let idle = summary::idle(result);
+    if !idle.is_empty() {
+        println!();
+        for line in idle {
+            println!("{line}");
         }
     }
     if !result.mutants.is_empty() {
