@@ -8,7 +8,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
-use redfence_reports::{Deployment, Report, ReportKind};
+use redfence_reports::ReportKind;
 use redfence_scenarios::catalog::hotspot_load::{wait_curve, CurvePoint};
 use redfence_scenarios::run::WorldFactory;
 use redfence_scenarios::sweep::{
@@ -203,7 +203,8 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
     }
     if args.out.out.is_some() {
         let curve = curve(worlds.as_ref(), &result, args.curve_seeds);
-        let report = build_report(ReportKind::Sweep, result.clone(), curve, &args.out);
+        let report =
+            super::report::build_report(ReportKind::Sweep, result.clone(), curve, &args.out);
         super::report::write(&report, &args.out)?;
     }
     let failures = result.failed_cells();
@@ -232,24 +233,6 @@ fn curve(worlds: &dyn WorldFactory, result: &Sweep, seeds: u64) -> Option<Vec<Cu
     // Inclusive, so a sweep that starts at the last seed still has one.
     let seeds: Vec<u64> = (first..=first.saturating_add(seeds.min(64) - 1)).collect();
     Some(wait_curve(worlds, &seeds))
-}
-
-/// The report of `result` for the deployment `out` describes.
-pub fn build_report(
-    kind: ReportKind,
-    result: Sweep,
-    curve: Option<Vec<CurvePoint>>,
-    out: &OutArgs,
-) -> Report {
-    let assumed = Deployment::assumed_for(&result);
-    let deployment = out.deployment(&assumed).unwrap_or(assumed);
-    Report::new(
-        kind,
-        &super::report::command_line(),
-        deployment,
-        result,
-        curve,
-    )
 }
 
 fn symbol(status: CellStatus, seeds_to_catch: Option<u64>) -> String {
