@@ -36,6 +36,7 @@ pub mod curve;
 pub mod fault;
 pub mod fence_source;
 pub mod history;
+pub mod merge;
 pub mod mutation;
 pub mod names;
 pub mod property;

@@ -234,6 +234,34 @@ pub struct Sweep {
 }
 
 impl Sweep {
+    /// This sweep with its cells and mutation score built from `accs`, one
+    /// accumulator per scenario × protocol, scenario-major in the order of
+    /// [`Sweep::scenarios`] and [`Sweep::protocols`]: each cell is finished
+    /// against the mutation table and every mutant among the protocols is
+    /// scored. A sweep runner and a merge of shards both end here, so
+    /// their results are built the same way.
+    pub fn with_cells(mut self, accs: Vec<CellAcc>) -> Self {
+        let protocols_count = self.protocols.len().max(1);
+        self.cells = accs
+            .into_iter()
+            .enumerate()
+            .map(|(index, acc)| {
+                acc.finish(
+                    self.world,
+                    &self.scenarios[index / protocols_count].name,
+                    &self.protocols[index % protocols_count].name,
+                )
+            })
+            .collect();
+        self.mutants = self
+            .protocols
+            .iter()
+            .filter(|p| is_mutant(&p.name))
+            .map(|p| score(&p.name, &self.cells))
+            .collect();
+        self
+    }
+
     /// The cell of `scenario` × `protocol`.
     pub fn cell(&self, scenario: &str, protocol: &str) -> Option<&Cell> {
         self.cells
@@ -469,6 +497,57 @@ impl CellAcc {
         }
         if self.first_run.as_ref().is_none_or(|(p, _)| position < *p) {
             self.first_run = Some((position, record));
+        }
+    }
+
+    /// Folds in `cell`, the finished cell of the same scenario × protocol
+    /// over other seeds of the same sweep (one shard of it), as if each of
+    /// its runs had been [`CellAcc::add`]ed: counts add up, and each "first"
+    /// is the one at the smallest position, so the order shards come in
+    /// does not matter. `seed_at` maps the cell's own 1-based positions to
+    /// seeds; `position` maps a seed to its 1-based position in the whole
+    /// sweep.
+    pub fn absorb(
+        &mut self,
+        cell: Cell,
+        seed_at: impl Fn(u64) -> u64,
+        position: impl Fn(u64) -> u64,
+    ) {
+        self.runs += cell.runs;
+        self.failed_runs += cell.failed_runs;
+        self.errors += cell.errors;
+        for theirs in &cell.tallies {
+            if let Some(mine) = self
+                .tallies
+                .iter_mut()
+                .find(|t| t.property == theirs.property)
+            {
+                mine.held += theirs.held;
+                mine.violated += theirs.violated;
+                mine.undecided += theirs.undecided;
+                mine.not_exercised += theirs.not_exercised;
+            }
+        }
+        // Only a promised catch's position is the first promised violation
+        // (`finish` gives an unpromised failure's position otherwise).
+        if let (Expectation::Catch(_), CellStatus::Caught, Some(own)) =
+            (&cell.expectation, cell.status, cell.seeds_to_catch)
+        {
+            let at = position(seed_at(own));
+            if self.first_promised.is_none_or(|p| at < p) {
+                self.first_promised = Some(at);
+            }
+        }
+        for (record, first) in [
+            (cell.first_failure, &mut self.first_failure),
+            (cell.first_run, &mut self.first_run),
+        ] {
+            if let Some(record) = record {
+                let at = position(record.seed);
+                if first.as_ref().is_none_or(|(p, _)| at < *p) {
+                    *first = Some((at, record));
+                }
+            }
         }
     }
 }

@@ -18,8 +18,8 @@
 //! ```
 
 pub use redfence_history::{
-    agreement, check, check_property, checker, curve, fault, history, mutation, names, property,
-    record, timeline, triage, verdict, FaultRecord, FenceOutcome, FenceRecord, History,
+    agreement, check, check_property, checker, curve, fault, history, merge, mutation, names,
+    property, record, timeline, triage, verdict, FaultRecord, FenceOutcome, FenceRecord, History,
     HistoryBuilder, HistoryError, HistorySlice, JobReport, Limits, OkValue, Op, OpKind, Outcome,
     OwnershipAt, OwnershipChange, OwnershipRecord, Property, Status, Verdict, NO_REDIS_TRUTH,
     NO_STORE_TRUTH,

@@ -12,7 +12,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use crate::mutation::{is_mutant, promised};
+use crate::mutation::promised;
 use crate::protocol::Protocol;
 use crate::run::{run_one, WorldFactory};
 use crate::scenario::Scenario;
@@ -123,18 +123,9 @@ pub fn sweep(
             });
         }
     });
-    let mut cells = Vec::with_capacity(cells_count);
-    for (index, acc) in accs.into_iter().enumerate() {
-        let acc = acc.into_inner().unwrap_or_else(|e| e.into_inner());
-        let scenario = &plan.scenarios[index / plan.protocols.len()];
-        let protocol = &plan.protocols[index % plan.protocols.len()];
-        cells.push(acc.finish(worlds.kind(), scenario.name(), protocol.name()));
-    }
-    let mutants = plan
-        .protocols
-        .iter()
-        .filter(|p| is_mutant(p.name()))
-        .map(|p| score(p.name(), &cells))
+    let accs = accs
+        .into_iter()
+        .map(|acc| acc.into_inner().unwrap_or_else(|e| e.into_inner()))
         .collect();
     Sweep {
         schema_version: SCHEMA_VERSION,
@@ -164,10 +155,11 @@ pub fn sweep(
                 description: p.describe().to_owned(),
             })
             .collect(),
-        cells,
-        mutants,
+        cells: Vec::new(),
+        mutants: Vec::new(),
         provenance: None,
     }
+    .with_cells(accs)
 }
 
 /// Puts `protocol` — typically a team's own lock — through every scenario

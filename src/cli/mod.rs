@@ -50,6 +50,9 @@ pub enum CliError {
     /// A report input that cannot be rendered (malformed, newer schema).
     #[error(transparent)]
     Report(#[from] redfence_reports::ReportError),
+    /// Shards that cannot be merged into one sweep.
+    #[error(transparent)]
+    Merge(#[from] redfence_scenarios::merge::MergeError),
     /// Writing the report's files failed.
     #[error(transparent)]
     ReportWrite(#[from] redfence_reports::WriteError),

@@ -118,7 +118,7 @@ pub fn replay(args: ReplayArgs) -> Result<ExitCode, CliError> {
     }
     println!("\nreplay: {}", record.replay);
     if let Some(result) = result {
-        let report = super::run::build_report(ReportKind::Replay, result, None, &args.out);
+        let report = super::report::build_report(ReportKind::Replay, result, None, &args.out);
         println!();
         super::report::write(&report, &args.out)?;
     }

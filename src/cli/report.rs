@@ -1,6 +1,8 @@
 //! `redfence report`: re-render a report from its JSON (`report.json`, or a
-//! bare sweep from `run --json`), and the report options `run` and `replay`
-//! share (`--out`, `--format`, the deployment judged).
+//! bare sweep from `run --json`), or render the merge of a sweep's shards
+//! (`--merge`, the pure merge in `redfence_history::merge`), and the report
+//! options `run` and `replay` share (`--out`, `--format`, the deployment
+//! judged, the report built from a sweep).
 //!
 //! Rendering lives in `redfence-reports`; this file only reads, chooses and
 //! writes, so every command writes reports the same way.
@@ -10,7 +12,10 @@ use std::process::ExitCode;
 
 use clap::builder::TypedValueParser;
 use clap::Args;
-use redfence_reports::{Deployment, FenceSourceKind, Format, Replication, Report};
+use redfence_reports::{Deployment, FenceSourceKind, Format, Replication, Report, ReportKind};
+use redfence_scenarios::catalog::hotspot_load::CurvePoint;
+use redfence_scenarios::merge::{self, MergeError, Part};
+use redfence_scenarios::sweep::Sweep;
 
 use super::CliError;
 
@@ -73,8 +78,12 @@ fn fence_source() -> impl TypedValueParser<Value = FenceSourceKind> {
 #[derive(Debug, Args)]
 pub struct ReportArgs {
     /// The JSON to render: a report.json, or a sweep from `run --json`.
-    #[arg(long, value_name = "FILE")]
-    from: PathBuf,
+    #[arg(long, value_name = "FILE", required_unless_present = "merge")]
+    from: Option<PathBuf>,
+    /// Merge the `run --shard I/N --json` files of one sweep's shards (each
+    /// seed run exactly once) and render the sweep they make together.
+    #[arg(long, value_name = "FILE", num_args = 1.., conflicts_with = "from")]
+    merge: Vec<PathBuf>,
     #[command(flatten)]
     out: OutArgs,
 }
@@ -86,6 +95,24 @@ pub fn command_line() -> String {
         *first = "redfence".to_owned();
     }
     words.join(" ")
+}
+
+/// The report of `result` for the deployment `out` describes.
+pub fn build_report(
+    kind: ReportKind,
+    result: Sweep,
+    curve: Option<Vec<CurvePoint>>,
+    out: &OutArgs,
+) -> Report {
+    let deployment = deployment(&result, out);
+    Report::new(kind, &command_line(), deployment, result, curve)
+}
+
+/// The deployment `out` describes for `result` (assumed where it says
+/// nothing).
+pub fn deployment(result: &Sweep, out: &OutArgs) -> Deployment {
+    let assumed = Deployment::assumed_for(result);
+    out.deployment(&assumed).unwrap_or(assumed)
 }
 
 /// Writes `report` as `out` asks and prints where; the HTML path last, on
@@ -244,7 +271,7 @@ pub fn check_file_writable(file: &Path) -> Result<(), CliError> {
     probe(&parent).map_err(write_error)
 }
 
-/// Re-renders a report from JSON.
+/// Re-renders a report from JSON, or renders the merge of shards.
 pub fn report(args: ReportArgs) -> Result<ExitCode, CliError> {
     let Some(dir) = &args.out.out else {
         return Err(CliError::Invalid(
@@ -252,10 +279,38 @@ pub fn report(args: ReportArgs) -> Result<ExitCode, CliError> {
         ));
     };
     check_dir_writable(dir)?;
-    let mut report = read(&args.from)?;
-    if let Some(deployment) = args.out.deployment(&report.deployment) {
-        report = report.with_deployment(deployment);
-    }
+    let report = match &args.from {
+        Some(from) => {
+            let report = read(from)?;
+            match args.out.deployment(&report.deployment) {
+                Some(deployment) => report.with_deployment(deployment),
+                None => report,
+            }
+        }
+        None => build_report(ReportKind::Sweep, merge(&args.merge)?, None, &args.out),
+    };
     write(&report, &args.out)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The sweep the shards in `files` make together, every file read and
+/// every check made before anything is written. No hotspot wait curve: a
+/// merge renders what ran and runs nothing.
+fn merge(files: &[PathBuf]) -> Result<Sweep, CliError> {
+    if files.len() > merge::PARTS_MAX {
+        return Err(MergeError::TooMany { count: files.len() }.into());
+    }
+    // Bounded by PARTS_MAX files of at most INPUT_BYTES_MAX bytes each.
+    let parts = files
+        .iter()
+        .map(|file| {
+            Ok(Part {
+                file: file.display().to_string(),
+                sweep: read(file)?.sweep,
+            })
+        })
+        .collect::<Result<Vec<_>, CliError>>()?;
+    let merged = merge::merge(parts)?;
+    println!("merged {} files: {}", files.len(), merged.verdict_line());
+    Ok(merged)
 }

@@ -10,7 +10,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 use redfence_reports::readiness::readiness;
-use redfence_reports::{Deployment, Report, ReportKind};
+use redfence_reports::ReportKind;
 use redfence_scenarios::catalog::hotspot_load::{wait_curve, CurvePoint};
 use redfence_scenarios::run::WorldFactory;
 use redfence_scenarios::sweep::{sweep, CellStatus, Shard, Sweep, SweepPlan, REFERENCE};
@@ -207,7 +207,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
     );
     // The readiness marks do not depend on the curve, so the terminal
     // judges without it, for the deployment --fences/--replication say.
-    let deployment = deployment(&result, &args.out);
+    let deployment = super::report::deployment(&result, &args.out);
     let judged = readiness(&result, &deployment, None);
     for line in summary::head(&result, &judged, &timing) {
         println!("{line}");
@@ -231,7 +231,8 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
     }
     if args.out.out.is_some() {
         let curve = curve(worlds.as_ref(), &result, args.curve_seeds);
-        let report = build_report(ReportKind::Sweep, result.clone(), curve, &args.out);
+        let report =
+            super::report::build_report(ReportKind::Sweep, result.clone(), curve, &args.out);
         super::report::write(&report, &args.out)?;
     }
     let failures = result.failed_cells();
@@ -260,30 +261,6 @@ fn curve(worlds: &dyn WorldFactory, result: &Sweep, seeds: u64) -> Option<Vec<Cu
     // Inclusive, so a sweep that starts at the last seed still has one.
     let seeds: Vec<u64> = (first..=first.saturating_add(seeds.min(64) - 1)).collect();
     Some(wait_curve(worlds, &seeds))
-}
-
-/// The deployment `out` describes for `result` (assumed where it says
-/// nothing).
-fn deployment(result: &Sweep, out: &OutArgs) -> Deployment {
-    let assumed = Deployment::assumed_for(result);
-    out.deployment(&assumed).unwrap_or(assumed)
-}
-
-/// The report of `result` for the deployment `out` describes.
-pub fn build_report(
-    kind: ReportKind,
-    result: Sweep,
-    curve: Option<Vec<CurvePoint>>,
-    out: &OutArgs,
-) -> Report {
-    let deployment = deployment(&result, out);
-    Report::new(
-        kind,
-        &super::report::command_line(),
-        deployment,
-        result,
-        curve,
-    )
 }
 
 fn symbol(status: CellStatus, seeds_to_catch: Option<u64>) -> String {
