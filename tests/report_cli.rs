@@ -54,6 +54,11 @@ fn run_out_writes_every_format_and_prints_the_html_path() {
         "1",
         "--jobs",
         "1",
+        // Described, so the fence exposure is judged, not assumed.
+        "--fences",
+        "redis-counter",
+        "--replication",
+        "async",
         "--out",
         out_dir.to_str().unwrap(),
     ]);

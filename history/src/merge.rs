@@ -11,6 +11,7 @@
 //! leave seeds out, would merge into a report of a sweep nobody ran. Every
 //! check runs before anything is merged, and every refusal names the files.
 
+use crate::provenance::Provenance;
 use crate::sweep::{CellAcc, Shard, Sweep, SCHEMA_VERSION};
 
 /// Most files one merge takes (a bound on the work and on the ownership
@@ -188,7 +189,11 @@ fn check_alike(first: &Part, part: &Part) -> Result<(), MergeError> {
             found: theirs.schema_version,
         });
     }
-    if ours.provenance != theirs.provenance {
+    let same = match (&ours.provenance, &theirs.provenance) {
+        (Some(a), Some(b)) => a.same_build(b),
+        (a, b) => a == b,
+    };
+    if !same {
         let line = |s: &Sweep| {
             s.provenance
                 .as_ref()
@@ -452,7 +457,12 @@ fn fold(parts: Vec<Part>) -> Sweep {
         protocols: head.protocols.clone(),
         cells: Vec::new(),
         mutants: Vec::new(),
-        provenance: head.provenance.clone(),
+        // The build of every shard (checked alike); no wall time, which a
+        // merge of runs on several machines does not have.
+        provenance: head
+            .provenance
+            .clone()
+            .map(|p| Provenance { wall_ms: None, ..p }),
     };
     let mut accs: Vec<CellAcc> = head.cells.iter().map(|_| CellAcc::new()).collect();
     for part in parts {

@@ -58,6 +58,22 @@ impl Provenance {
         line
     }
 
+    /// The same build and servers as `other`: what must match for two
+    /// results to be one (the machine and the wall time may differ, as
+    /// shards of one sweep run on different CI runners).
+    pub fn same_build(&self, other: &Provenance) -> bool {
+        let key = |p: &Provenance| {
+            (
+                p.redfence_version.clone(),
+                p.commit.clone(),
+                p.provider.clone(),
+                p.redis_version.clone(),
+                p.postgres_version.clone(),
+            )
+        };
+        key(self) == key(other)
+    }
+
     /// The environment as label and value pairs, for a report's
     /// environment block: only what is known.
     pub fn facts(&self) -> Vec<(&'static str, String)> {
