@@ -302,3 +302,36 @@ fn seeds_at_the_edge_and_repeated_names() {
         stderr(&twice)
     );
 }
+
+/// Largest `report.html` of the default sweep a laptop reader is asked to
+/// open.
+const HTML_BYTES_MAX: u64 = 400 * 1024;
+/// Largest report folder of the default sweep (a CI artifact).
+const FOLDER_BYTES_MAX: u64 = 3 * 1024 * 1024;
+
+/// The default sweep's report stays small: every scenario × every shipped
+/// protocol. What a report holds grows with its cells (one first run and
+/// one first failure each), not with the seed count, so one seed per cell
+/// measures the default run's size.
+#[test]
+fn the_default_report_fits_its_size_budget() {
+    let dir = scratch("size");
+    let out_dir = dir.join("report");
+    let out = redfence(&["run", "--seeds", "1", "--out", out_dir.to_str().unwrap()]);
+    assert!(
+        out.status.code() == Some(0),
+        "{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    let size = |name: &str| std::fs::metadata(out_dir.join(name)).unwrap().len();
+    let html = size("report.html");
+    let folder: u64 = files(&out_dir).iter().map(|f| size(f)).sum();
+    assert!(html <= HTML_BYTES_MAX, "report.html is {html} bytes");
+    assert!(
+        folder <= FOLDER_BYTES_MAX,
+        "the report folder is {folder} bytes"
+    );
+    println!("report.html {html} bytes, folder {folder} bytes");
+    let _ = std::fs::remove_dir_all(&dir);
+}

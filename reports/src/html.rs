@@ -708,16 +708,27 @@ fn cell_detail(out: &mut String, report: &Report, cell: &Cell, describe: &str) {
         );
     }
     h(out, "</tbody></table>");
+    // A replay's page is about its one run: its timeline is drawn even when
+    // it passed.
+    let replay = report.kind == ReportKind::Replay;
     match shown(cell) {
         // A failure is shown open; a passing run behind one click.
-        Some((record, which)) if cell.first_failure.is_some() => run_detail(out, record, which),
+        Some((record, which)) if cell.first_failure.is_some() => {
+            run_detail(out, record, which, true)
+        }
         Some((record, which)) => {
             let _ = write!(
                 out,
-                "<details class=\"run-detail\"><summary>Verdicts of seed {} ({which}); <code>redfence replay … --out DIR</code> draws its timeline</summary>",
-                record.seed
+                "<details class=\"run-detail\"{}><summary>Verdicts of seed {} ({which}){}</summary>",
+                if replay { " open=\"open\"" } else { "" },
+                record.seed,
+                if replay {
+                    ""
+                } else {
+                    "; <code>redfence replay … --out DIR</code> draws its timeline"
+                }
             );
-            run_detail(out, record, which);
+            run_detail(out, record, which, replay);
             h(out, "</details>");
         }
         None => h(out, "<p class=\"meta\">No run was recorded.</p>"),
@@ -773,7 +784,9 @@ fn legend(out: &mut String) {
     h(out, "<p class=\"legend\"><span><i style=\"background:#5b8def\"></i>lease held (worker's view)</span><span><i style=\"background:#8e5bd6\"></i>lock holder (Redis server's view)</span><span><i style=\"background:#27ae60\"></i>write accepted (fN = fence)</span><span><i style=\"background:#e74c3c\"></i>write rejected as stale</span><span><i style=\"background:#1e8449;height:14px;width:3px\"></i>renewal</span><span><i style=\"background:#a0a8b5;width:3px\"></i>contended attempt</span><span><i style=\"background:#f5b041;opacity:0.5\"></i>pause</span><span><i style=\"background:#95a5a6;opacity:0.5\"></i>partition / lost replies</span><span><i style=\"background:#d6eaf8\"></i>added latency</span><span><i style=\"background:#e74c3c;opacity:0.3\"></i>Redis-wide fault</span><span><i style=\"background:#c0392b\"></i>crash (✕) · slice of a violation (red ring)</span></p>");
 }
 
-fn run_detail(out: &mut String, record: &RunRecord, which: &str) {
+/// One run's detail; `timeline` draws its SVG timeline (a failure's; a
+/// passing run's is one replay away).
+fn run_detail(out: &mut String, record: &RunRecord, which: &str, timeline: bool) {
     let _ = write!(
         out,
         "<div class=\"run\" data-seed=\"{}\"><h5>Seed {} ({which})</h5>",
@@ -786,7 +799,7 @@ fn run_detail(out: &mut String, record: &RunRecord, which: &str) {
     for v in &record.verdicts {
         highlight.add(&v.slice);
     }
-    if let Some(history) = &record.history {
+    if let (true, Some(history)) = (timeline, &record.history) {
         out.push_str(&timeline_svg(history, &highlight));
         legend(out);
     }

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use redfence_reports::{html, Deployment, Report};
+use redfence_reports::{html, Deployment, Report, ReportKind};
 
 const CHROMIUM: &str = "chromium";
 /// Longest one browser run may take before the test gives up on it.
@@ -180,8 +180,9 @@ fn report_renders_offline_in_headless_chromium() {
         dom.contains("</footer>"),
         "the DOM reaches the end of the page"
     );
-    // A page draws timelines for the deployed protocol and unexpected
-    // results only; judged as if each protocol were the one deployed, the
+    // A sweep's page draws timelines for failures of the deployed protocol
+    // and unexpected results only; judged as if each protocol were the one
+    // deployed, and drawn as a replay's page draws (passing runs too), the
     // pages together draw every kind of mark (failures with their slices
     // included), and the browser must build each of them.
     let marks = [
@@ -201,10 +202,12 @@ fn report_renders_offline_in_headless_chromium() {
     let mut in_files = vec![0; marks.len()];
     let golden = common::golden("sweep_report.json");
     for protocol in golden.sweep.protocols.iter().map(|p| p.name.clone()) {
-        let judged = golden.clone().with_deployment(Deployment {
+        let mut judged = golden.clone().with_deployment(Deployment {
             protocol: protocol.clone(),
             ..golden.deployment.clone()
         });
+        // As a replay's page does, draw passing runs' timelines too.
+        judged.kind = ReportKind::Replay;
         let sub = dir.join(&protocol);
         std::fs::create_dir_all(&sub).unwrap();
         let (page, source) = write_page(&sub, &judged);

@@ -9,6 +9,7 @@ use redfence_history::sweep::CellStatus;
 use redfence_reports::readiness::{ExposureKind, Mark};
 use redfence_reports::{
     html, junit, markdown, render, Deployment, FenceSourceKind, Format, Replication, Report,
+    ReportKind,
 };
 
 /// The article (cell detail) of `scenario` × `protocol`.
@@ -105,6 +106,8 @@ fn timeline_draws_worker_lanes_redis_view_and_fenced_writes() {
     // waking and writes nothing: no rejection to draw.)
     let mut report = golden("sweep_report.json");
     report.deployment.protocol = "reference-steps".to_owned();
+    // Drawn as a replay's page draws: passing runs' timelines too.
+    report.kind = ReportKind::Replay;
     let page = html::render(&report);
     let doc = xml(&page);
     let article = cell(&doc, "stale-worker-pause", "reference-steps");
@@ -157,7 +160,9 @@ fn timeline_draws_worker_lanes_redis_view_and_fenced_writes() {
 
 #[test]
 fn timeline_marks_crashes_failover_and_redis_wide_faults() {
-    let report = golden("sweep_report.json");
+    let mut report = golden("sweep_report.json");
+    // Drawn as a replay's page draws: passing runs' timelines too.
+    report.kind = ReportKind::Replay;
     let page = html::render(&report);
     let doc = xml(&page);
     let crash = find(
@@ -764,6 +769,8 @@ fn a_world_without_a_server_log_says_so_in_the_redis_lane() {
         .unwrap();
     history.redis_truth = None;
     history.store_truth = None;
+    // Drawn as a replay's page draws: passing runs' timelines too.
+    report.kind = ReportKind::Replay;
     let page = html::render(&report);
     let doc = xml(&page);
     let svg = find(
