@@ -54,11 +54,21 @@ struct Run {
     stdout: String,
     /// The browser's net log (JSON, one event a line).
     net_log: String,
+    /// The browser's own log, where it prints the page's console messages.
+    stderr: String,
+}
+
+/// Console messages of the page in a browser log (`…:CONSOLE(…)] "…"`),
+/// which `--enable-logging=stderr` prints for every message a page logs,
+/// its uncaught errors included.
+fn console_lines(stderr: &str) -> Vec<&str> {
+    stderr.lines().filter(|l| l.contains(":CONSOLE")).collect()
 }
 
 /// Runs Chromium offline on `page` with `extra` arguments, in `dir`.
 fn chromium(dir: &Path, page: &Path, extra: &[String], tag: &str) -> Run {
     let out_path = dir.join(format!("{tag}.stdout"));
+    let err_path = dir.join(format!("{tag}.stderr"));
     let net_log = dir.join(format!("{tag}.netlog.json"));
     let mut args: Vec<String> = [
         "--headless",
@@ -73,6 +83,9 @@ fn chromium(dir: &Path, page: &Path, extra: &[String], tag: &str) -> Run {
         "--disable-sync",
         "--disable-extensions",
         "--no-first-run",
+        // The page's console messages go to stderr, to be checked.
+        "--enable-logging=stderr",
+        "--v=0",
     ]
     .iter()
     .map(|s| (*s).to_owned())
@@ -88,7 +101,7 @@ fn chromium(dir: &Path, page: &Path, extra: &[String], tag: &str) -> Run {
         .args(&args)
         .stdin(Stdio::null())
         .stdout(std::fs::File::create(&out_path).unwrap())
-        .stderr(Stdio::null())
+        .stderr(std::fs::File::create(&err_path).unwrap())
         .spawn()
         .unwrap_or_else(|e| panic!("cannot start {CHROMIUM}: {e}"));
     let polls = RUN_TIMEOUT.as_millis() / POLL.as_millis();
@@ -109,6 +122,7 @@ fn chromium(dir: &Path, page: &Path, extra: &[String], tag: &str) -> Run {
     Run {
         stdout: std::fs::read_to_string(&out_path).unwrap(),
         net_log: std::fs::read_to_string(&net_log).unwrap_or_default(),
+        stderr: std::fs::read_to_string(&err_path).unwrap_or_default(),
     }
 }
 
@@ -159,6 +173,11 @@ fn report_renders_offline_in_headless_chromium() {
 
     let run = chromium(&dir, &page, &["--dump-dom".to_owned()], "dom");
     let dom = &run.stdout;
+    assert!(
+        console_lines(&run.stderr).is_empty(),
+        "the page logged to the console: {:?}",
+        console_lines(&run.stderr)
+    );
     assert!(
         run.net_log.contains(&format!("file://{}", page.display())),
         "the net log recorded the page load, so it would record fetches"
@@ -330,6 +349,30 @@ fn the_page_fits_a_laptop_screen_and_the_first_failure_is_one_click_away() {
     assert!(
         dom.contains("data-overflow=\"false\""),
         "no page-level horizontal scroll at 1,366 px"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The console check sees a page that logs: a control page whose script
+/// throws shows up as a console line.
+#[test]
+fn the_console_check_sees_a_page_that_throws() {
+    require_chromium();
+    let dir = scratch("console");
+    let page = dir.join("throws.html");
+    std::fs::write(
+        &page,
+        "<!DOCTYPE html><html><body><p>control</p><script>undefinedFunction();</script></body></html>",
+    )
+    .unwrap();
+    let run = chromium(&dir, &page, &["--dump-dom".to_owned()], "dom");
+    assert!(run.stdout.contains("control"));
+    assert!(
+        console_lines(&run.stderr)
+            .iter()
+            .any(|l| l.contains("undefinedFunction")),
+        "the log shows the control page's error: {}",
+        run.stderr
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
