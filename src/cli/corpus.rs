@@ -151,3 +151,45 @@ pub fn rerun(dir: &Path) -> Result<bool, CliError> {
     println!();
     Ok(reruns.iter().any(|r| r.fails()))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn case() -> Case {
+        Case {
+            scenario: "stale-worker-pause".to_owned(),
+            protocol: "no-fence-check".to_owned(),
+            seed: 3,
+            schedule: None,
+            property: Property::FenceOrder,
+            found_by: VERSION.to_owned(),
+            reproduced_by: None,
+        }
+    }
+
+    #[test]
+    fn saving_never_rewrites_the_same_failure_and_never_overwrites_another() {
+        let dir = std::env::temp_dir().join(format!("redfence-cli-corpus-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let path = dir.join(case().file_name());
+        assert_eq!(save(&dir, &case()).unwrap(), Saved::New(path.clone()));
+        assert_eq!(save(&dir, &case()).unwrap(), Saved::Kept(path.clone()));
+        // Found by an older version: now marked reproduced by this one.
+        let older = Case {
+            found_by: "0.0.1".to_owned(),
+            ..case()
+        };
+        std::fs::write(&path, older.render()).unwrap();
+        assert_eq!(save(&dir, &case()).unwrap(), Saved::Refreshed(path.clone()));
+        let saved = read_case(&path).unwrap();
+        assert_eq!(saved.found_by, "0.0.1");
+        assert_eq!(saved.reproduced_by.as_deref(), Some(VERSION));
+        // Another failure under the same name is refused, the file kept.
+        let other = Case { seed: 4, ..case() };
+        std::fs::write(&path, other.render()).unwrap();
+        assert!(save(&dir, &case()).is_err());
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), other.render());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
