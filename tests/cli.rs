@@ -1,8 +1,13 @@
 //! The `redfence` binary as a user runs it: listing, a small sweep (in 80
 //! columns by default, wide when asked, plain progress lines off a
-//! terminal), replay determinism, exploration, and the errors bad arguments
-//! get.
+//! terminal), replay determinism, exploration, the errors bad arguments
+//! get, and the regression corpus (`explore` saves the failure it finds
+//! once; `run --corpus` re-runs saved cases before its sweep: a shipped
+//! mutant that reproduces is expected, a case that no longer reproduces says
+//! so without calling it fixed, a bad case stops the command before any
+//! run).
 
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 fn redfence(args: &[&str]) -> Output {
@@ -193,4 +198,150 @@ fn bad_arguments_get_clear_errors() {
         assert_eq!(out.status.code(), Some(2), "{args:?}");
         assert!(stderr(&out).contains(message), "{args:?}: {}", stderr(&out));
     }
+}
+
+fn text(output: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir =
+        std::env::temp_dir().join(format!("redfence-corpus-cli-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn cases(dir: &Path) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "txt"))
+        .collect();
+    out.sort();
+    out
+}
+
+/// `run` over one cheap cell, re-running `dir` first.
+fn run_corpus(dir: &Path) -> Output {
+    redfence(&[
+        "run",
+        "--scenario",
+        "late-unlock",
+        "--protocol",
+        "reference",
+        "--seed",
+        "0",
+        "--corpus",
+        dir.to_str().unwrap(),
+    ])
+}
+
+#[test]
+fn explore_saves_its_failure_once_and_run_reruns_it() {
+    let dir = scratch("explore");
+    let explore = || {
+        redfence(&[
+            "explore",
+            "--protocol",
+            "no-fence-check",
+            "--time",
+            "30s",
+            "--jobs",
+            "1",
+            "--seed",
+            "0",
+            "--save-failures",
+            dir.to_str().unwrap(),
+        ])
+    };
+    let first = explore();
+    assert_eq!(first.status.code(), Some(1), "{}", text(&first));
+    assert!(
+        text(&first).contains("saved regression case"),
+        "{}",
+        text(&first)
+    );
+    let saved = cases(&dir);
+    assert_eq!(saved.len(), 1, "{saved:?}");
+    let case = std::fs::read_to_string(&saved[0]).unwrap();
+    assert!(case.contains("scenario: random-faults\n"), "{case}");
+    assert!(case.contains("schedule: "), "{case}");
+    let again = explore();
+    assert!(
+        text(&again).contains("was saved already"),
+        "{}",
+        text(&again)
+    );
+    assert_eq!(
+        std::fs::read_to_string(&saved[0]).unwrap(),
+        case,
+        "untouched"
+    );
+
+    let run = run_corpus(&dir);
+    assert_eq!(run.status.code(), Some(0), "{}", text(&run));
+    assert!(
+        text(&run).contains("a shipped mutant, expected to fail"),
+        "{}",
+        text(&run)
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn run_says_a_case_no_longer_reproduces_and_refuses_a_bad_one() {
+    let dir = scratch("reference");
+    // The reference on a seed where no-fence-check breaks stale-worker-pause.
+    let case = "scenario: stale-worker-pause\nprotocol: reference\nseed: 0\n\
+                property: fence-order\nfound-by: 0.0.1\n";
+    std::fs::write(dir.join("reference.txt"), case).unwrap();
+    let run = run_corpus(&dir);
+    assert_eq!(run.status.code(), Some(0), "{}", text(&run));
+    assert!(
+        text(&run).contains("no longer reproduces (found by 0.0.1, last reproduced by 0.0.1)"),
+        "{}",
+        text(&run)
+    );
+    assert!(!text(&run).contains("fixed"));
+
+    std::fs::write(dir.join("bad.txt"), "scenario: late-unlock\nseed: soon\n").unwrap();
+    let bad = run_corpus(&dir);
+    assert_eq!(bad.status.code(), Some(2), "{}", text(&bad));
+    assert!(text(&bad).contains("bad.txt"), "{}", text(&bad));
+    assert!(
+        !text(&bad).contains("runs in"),
+        "no sweep ran: {}",
+        text(&bad)
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn run_saves_nothing_when_nothing_unexpected_failed() {
+    let dir = scratch("run");
+    let out = redfence(&[
+        "run",
+        "--scenario",
+        "stale-worker-pause",
+        "--protocol",
+        "reference",
+        "--protocol",
+        "no-fence-check",
+        "--seeds",
+        "2",
+        "--no-corpus",
+        "--save-failures",
+        dir.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        cases(&dir).is_empty(),
+        "a caught mutant is not a regression"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
 }

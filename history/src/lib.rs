@@ -32,6 +32,7 @@
 
 pub mod agreement;
 pub mod checker;
+pub mod corpus;
 pub mod curve;
 pub mod fault;
 pub mod fence_source;

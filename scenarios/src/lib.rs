@@ -18,11 +18,11 @@
 //! ```
 
 pub use redfence_history::{
-    agreement, check, check_property, checker, curve, fault, history, merge, mutation, names,
-    property, record, timeline, triage, verdict, FaultRecord, FenceOutcome, FenceRecord, History,
-    HistoryBuilder, HistoryError, HistorySlice, JobReport, Limits, OkValue, Op, OpKind, Outcome,
-    OwnershipAt, OwnershipChange, OwnershipRecord, Property, Status, Verdict, NO_REDIS_TRUTH,
-    NO_STORE_TRUTH,
+    agreement, check, check_property, checker, corpus, curve, fault, history, merge, mutation,
+    names, property, record, timeline, triage, verdict, FaultRecord, FenceOutcome, FenceRecord,
+    History, HistoryBuilder, HistoryError, HistorySlice, JobReport, Limits, OkValue, Op, OpKind,
+    Outcome, OwnershipAt, OwnershipChange, OwnershipRecord, Property, Status, Verdict,
+    NO_REDIS_TRUTH, NO_STORE_TRUTH,
 };
 
 pub mod catalog;
@@ -34,6 +34,7 @@ pub mod protocol;
 pub mod protocols;
 pub mod real_world;
 pub mod recorder;
+pub mod regression;
 pub mod replay;
 pub mod run;
 pub mod scenario;

@@ -5,10 +5,12 @@
 //! it too).
 
 use redfence_scenarios::names;
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Args;
+use redfence_scenarios::corpus::DIR_DEFAULT;
 use redfence_scenarios::explore::{explore_parallel, Budget, EXPLORE_JOBS_MAX, SHRINKING};
 use redfence_scenarios::timeline::timeline;
 
@@ -39,6 +41,12 @@ pub struct ExploreArgs {
     /// World: `sim` or `real`.
     #[arg(long, default_value = "sim")]
     world: String,
+    /// Save the (shrunk) failure found as a regression case into DIR.
+    #[arg(long, value_name = "DIR", default_value = DIR_DEFAULT, conflicts_with = "no_save_failures")]
+    save_failures: PathBuf,
+    /// Do not save the failure found.
+    #[arg(long)]
+    no_save_failures: bool,
 }
 
 /// Parses `30s`, `5m`, `1h`, `1500ms`.
@@ -66,6 +74,12 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
 
 /// Explores and prints what was found; exits 1 on a finding.
 pub fn explore(args: ExploreArgs) -> Result<ExitCode, CliError> {
+    // Only a simulation seed reproduces, so only the simulation saves.
+    let save_to =
+        Some(&args.save_failures).filter(|_| !args.no_save_failures && args.world == "sim");
+    if let Some(dir) = save_to {
+        super::report::check_dir_writable(dir)?;
+    }
     let worlds = super::world(&args.world)?;
     let protocol = super::protocol(&args.protocol)?;
     let name = protocol.name().to_owned();
@@ -158,6 +172,22 @@ pub fn explore(args: ExploreArgs) -> Result<ExitCode, CliError> {
                 println!("\nrun: {error}");
             }
             println!("\nreplay: {}", record.replay);
+            // The property shrinking kept to, so the case is the one shown.
+            let property = record
+                .violated()
+                .into_iter()
+                .find(|p| found.target.contains(p))
+                .or_else(|| record.violated().first().copied());
+            match (save_to, property) {
+                (Some(dir), Some(property)) => {
+                    let case = super::corpus::case_of(record, property);
+                    super::corpus::save_all(dir, &[case])?;
+                }
+                (Some(_), None) => {
+                    println!("not saved: the run broke without violating a property")
+                }
+                (None, _) => {}
+            }
             Ok(ExitCode::from(1))
         }
     }

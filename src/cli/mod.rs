@@ -2,6 +2,7 @@
 //! protocols and worlds by name with errors that list the known names.
 
 pub mod agree;
+pub mod corpus;
 pub mod explore;
 pub mod list;
 pub mod progress;
@@ -50,6 +51,9 @@ pub enum CliError {
     /// A report input that cannot be rendered (malformed, newer schema).
     #[error(transparent)]
     Report(#[from] redfence_reports::ReportError),
+    /// A regression case that cannot be read or re-run.
+    #[error(transparent)]
+    Corpus(#[from] redfence_scenarios::regression::CorpusError),
     /// Shards that cannot be merged into one sweep.
     #[error(transparent)]
     Merge(#[from] redfence_scenarios::merge::MergeError),

@@ -12,6 +12,7 @@ use clap::Args;
 use redfence_reports::readiness::readiness;
 use redfence_reports::ReportKind;
 use redfence_scenarios::catalog::hotspot_load::{wait_curve, CurvePoint};
+use redfence_scenarios::corpus::DIR_DEFAULT;
 use redfence_scenarios::run::WorldFactory;
 use redfence_scenarios::sweep::{sweep, CellStatus, Shard, Sweep, SweepPlan, REFERENCE};
 use redfence_scenarios::world::WorldKind;
@@ -21,6 +22,7 @@ use super::report::OutArgs;
 use super::signals::Watchdog;
 use super::summary;
 use super::CliError;
+use std::path::PathBuf;
 use std::time::Duration;
 
 /// Seeds per point of the hotspot wait curve the report plots.
@@ -85,6 +87,18 @@ pub struct RunArgs {
     /// longer than this many seconds [default: 300].
     #[arg(long, value_name = "SECS")]
     run_timeout: Option<u64>,
+    /// Save one regression case per unexpected failure (a protocol that
+    /// must pass violating a property, its smallest seed) into DIR.
+    #[arg(long, value_name = "DIR")]
+    save_failures: Option<PathBuf>,
+    /// Re-run the regression cases in DIR before the sweep; exit 1 if one
+    /// reproduces for a protocol that must pass [default:
+    /// redfence-regressions, when that folder exists].
+    #[arg(long, value_name = "DIR", conflicts_with = "no_corpus")]
+    corpus: Option<PathBuf>,
+    /// Re-run no regression cases.
+    #[arg(long)]
+    no_corpus: bool,
 }
 
 /// The watchdog of a real-world command, armed before its servers start.
@@ -139,6 +153,20 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
     if let Some(dir) = &args.out.out {
         super::report::check_dir_writable(dir)?;
     }
+    if let Some(dir) = &args.save_failures {
+        if args.world != "sim" {
+            return Err(CliError::Invalid(
+                "--save-failures saves simulation seeds; a real-world seed does not reproduce"
+                    .into(),
+            ));
+        }
+        super::report::check_dir_writable(dir)?;
+    }
+    let corpus = match (&args.corpus, args.no_corpus) {
+        (_, true) => None,
+        (Some(dir), false) => Some(dir.clone()),
+        (None, false) => Some(PathBuf::from(DIR_DEFAULT)).filter(|d| d.is_dir()),
+    };
     let worlds = super::world(&args.world)?;
     let real = worlds.kind() == WorldKind::Real;
     let (seed_first, seeds) = match (args.seed, args.seeds) {
@@ -176,6 +204,11 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
             args.shard.map_or_else(String::new, |s| s.to_string())
         )));
     }
+    // The saved failures first: they are the cheapest news there is.
+    let corpus_failed = match &corpus {
+        Some(dir) => super::corpus::rerun(dir)?,
+        None => false,
+    };
     let total = plan.seed_list().len() * plan.scenarios.len() * plan.protocols.len();
     let progress = Progress::new(total);
     let report = |p: redfence_scenarios::sweep::Progress| {
@@ -235,14 +268,26 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
             super::report::build_report(ReportKind::Sweep, result.clone(), curve, &args.out);
         super::report::write(&report, &args.out)?;
     }
+    if let Some(dir) = &args.save_failures {
+        let cases: Vec<_> = redfence_scenarios::triage::groups(&result)
+            .iter()
+            .filter_map(super::corpus::case_of_group)
+            .collect();
+        super::corpus::save_all(dir, &cases)?;
+    }
+    if corpus_failed {
+        eprintln!("a saved regression case reproduces for a protocol that must pass; see above");
+    }
     let failures = result.failed_cells();
-    if failures.is_empty() {
+    if failures.is_empty() && !corpus_failed {
         Ok(ExitCode::SUCCESS)
     } else {
-        eprintln!(
-            "the {REFERENCE} protocol failed {} scenario(s); replay lines above",
-            failures.len()
-        );
+        if !failures.is_empty() {
+            eprintln!(
+                "the {REFERENCE} protocol failed {} scenario(s); replay lines above",
+                failures.len()
+            );
+        }
         Ok(ExitCode::from(1))
     }
 }
