@@ -31,6 +31,9 @@ const POLL_MS: u64 = 20;
 const FOLDER_DELETE_TRIES: u32 = 5;
 /// …and never more often than this, whatever its budget.
 const FOLDER_DELETE_TRIES_MAX: u32 = 250;
+/// Most rounds of listing and removing this process's containers in a
+/// teardown (each a poll apart), within its budget.
+const CONTAINER_ROUNDS_MAX: u32 = 250;
 
 /// A registered child.
 #[derive(Clone, Debug)]
@@ -311,19 +314,33 @@ fn remove_own_containers(budget: Duration) -> Result<usize> {
         let work = async {
             let docker = testcontainers::bollard::Docker::connect_with_defaults()
                 .map_err(|e| ChaosError::DockerUnavailable(e.to_string()))?;
-            let ours = reaper::list_created_by(&docker, &reaper::own_identity()).await?;
-            let mut removals = tokio::task::JoinSet::new();
-            for id in ours {
-                let docker = docker.clone();
-                removals.spawn(async move { reaper::remove(&docker, &id).await });
-            }
-            let mut removed = 0;
-            while let Some(done) = removals.join_next().await {
-                if matches!(done, Ok(Ok(()))) {
-                    removed += 1;
+            // Until none is listed: a container whose removal is already
+            // in progress (its own drop, racing this teardown: HTTP 409)
+            // is still listed, and a process that exits meanwhile leaves
+            // it behind for a moment (seen in CI). Bounded by the rounds and
+            // by the budget around this future.
+            let mut removed = std::collections::BTreeSet::new();
+            for _ in 0..CONTAINER_ROUNDS_MAX {
+                let ours = reaper::list_created_by(&docker, &reaper::own_identity()).await?;
+                if ours.is_empty() {
+                    break;
                 }
+                let mut removals = tokio::task::JoinSet::new();
+                for id in ours {
+                    let docker = docker.clone();
+                    removals.spawn(async move {
+                        let result = reaper::remove(&docker, &id).await;
+                        (id, result)
+                    });
+                }
+                while let Some(done) = removals.join_next().await {
+                    if let Ok((id, Ok(()))) = done {
+                        removed.insert(id);
+                    }
+                }
+                tokio::time::sleep(Duration::from_millis(POLL_MS)).await;
             }
-            Ok(removed)
+            Ok(removed.len())
         };
         tokio::time::timeout(budget, work)
             .await
