@@ -157,10 +157,19 @@ pub fn rerun(
 /// it names, in the simulation. Names are resolved first, so a bad case
 /// stops the whole before any run.
 pub fn rerun_all(cases: &[(PathBuf, Case)]) -> Result<Vec<Rerun>, CorpusError> {
+    rerun_all_with(cases, &crate::protocols::by_name)
+}
+
+/// [`rerun_all`] with the protocols `resolve` names: a team's own locks
+/// beside the built-in ones (or, in tests, a lock that must pass and fails).
+pub fn rerun_all_with(
+    cases: &[(PathBuf, Case)],
+    resolve: &dyn Fn(&str) -> Option<Arc<dyn Protocol>>,
+) -> Result<Vec<Rerun>, CorpusError> {
     let resolved: Vec<(&PathBuf, &Case, Arc<dyn Protocol>)> = cases
         .iter()
         .map(|(path, case)| {
-            crate::protocols::by_name(&case.protocol)
+            resolve(&case.protocol)
                 .map(|p| (path, case, p))
                 .ok_or_else(|| CorpusError::UnknownProtocol {
                     path: path.display().to_string(),

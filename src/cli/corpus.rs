@@ -10,7 +10,7 @@
 use std::path::{Path, PathBuf};
 
 use redfence_scenarios::corpus::Case;
-use redfence_scenarios::regression::{load, read_case, rerun_all};
+use redfence_scenarios::regression::{load, read_case, rerun_all_with};
 use redfence_scenarios::run::RunRecord;
 use redfence_scenarios::triage::{Concern, Finding, Group};
 use redfence_scenarios::Property;
@@ -134,6 +134,15 @@ pub fn save_all(dir: &Path, cases: &[Case]) -> Result<(), CliError> {
 /// Re-runs every case in `dir`, printing one line each; true when one
 /// reproduces for a protocol that must pass.
 pub fn rerun(dir: &Path) -> Result<bool, CliError> {
+    rerun_with(dir, &redfence_scenarios::protocols::by_name)
+}
+
+/// [`rerun`] with the protocols `resolve` names (the tests inject a lock
+/// that must pass and fails: no built-in one does).
+pub fn rerun_with(
+    dir: &Path,
+    resolve: &dyn Fn(&str) -> Option<std::sync::Arc<dyn redfence_scenarios::protocol::Protocol>>,
+) -> Result<bool, CliError> {
     let cases = load(dir)?;
     if cases.is_empty() {
         return Ok(false);
@@ -144,7 +153,7 @@ pub fn rerun(dir: &Path) -> Result<bool, CliError> {
         if cases.len() == 1 { "" } else { "s" },
         dir.display()
     );
-    let reruns = rerun_all(&cases)?;
+    let reruns = rerun_all_with(&cases, resolve)?;
     for rerun in &reruns {
         println!("  {}", rerun.line());
     }
@@ -166,6 +175,58 @@ mod tests {
             found_by: VERSION.to_owned(),
             reproduced_by: None,
         }
+    }
+
+    /// The path `run --corpus` takes, with a team's own lock (which must
+    /// pass) played by a mutant's code: a reproducing case makes the
+    /// command fail, and the same case for the mutant itself does not.
+    #[test]
+    fn a_case_reproducing_for_a_lock_that_must_pass_fails_the_run() {
+        let dir = std::env::temp_dir().join(format!("redfence-cli-rerun-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let mutant = redfence_scenarios::names::mutant::NO_FENCE_CHECK;
+        let stale = redfence_scenarios::catalog::by_name(
+            redfence_scenarios::names::scenario::STALE_WORKER_PAUSE,
+        )
+        .unwrap();
+        let code = redfence_scenarios::protocols::by_name(mutant).unwrap();
+        let seed = (0..20)
+            .find(|&seed| {
+                redfence_scenarios::run::run_one(
+                    &redfence_scenarios::sim_world::SimWorlds,
+                    stale.as_ref(),
+                    code.clone(),
+                    seed,
+                )
+                .violated()
+                .contains(&Property::FenceOrder)
+            })
+            .expect("the mutant is caught within 20 seeds");
+        let own = Case {
+            protocol: "my-lock".to_owned(),
+            seed,
+            ..case()
+        };
+        std::fs::write(dir.join(own.file_name()), own.render()).unwrap();
+        let resolve = |name: &str| match name {
+            "my-lock" => Some(code.clone()),
+            other => redfence_scenarios::protocols::by_name(other),
+        };
+        assert!(
+            rerun_with(&dir, &resolve).unwrap(),
+            "my-lock must fail the run"
+        );
+        assert_eq!(super::super::run::exit_code(true, 0), 1);
+        // The shipped mutant's own case is expected to reproduce: no failure.
+        std::fs::remove_dir_all(&dir).unwrap();
+        std::fs::create_dir_all(&dir).unwrap();
+        let shipped = Case { seed, ..case() };
+        std::fs::write(dir.join(shipped.file_name()), shipped.render()).unwrap();
+        assert!(!rerun_with(&dir, &resolve).unwrap());
+        assert_eq!(super::super::run::exit_code(false, 0), 0);
+        assert_eq!(super::super::run::exit_code(false, 2), 1);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -279,17 +279,19 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
         eprintln!("a saved regression case reproduces for a protocol that must pass; see above");
     }
     let failures = result.failed_cells();
-    if failures.is_empty() && !corpus_failed {
-        Ok(ExitCode::SUCCESS)
-    } else {
-        if !failures.is_empty() {
-            eprintln!(
-                "the {REFERENCE} protocol failed {} scenario(s); replay lines above",
-                failures.len()
-            );
-        }
-        Ok(ExitCode::from(1))
+    if !failures.is_empty() {
+        eprintln!(
+            "the {REFERENCE} protocol failed {} scenario(s); replay lines above",
+            failures.len()
+        );
     }
+    Ok(ExitCode::from(exit_code(corpus_failed, failures.len())))
+}
+
+/// `run`'s exit status: 1 when a saved case reproduced for a protocol that
+/// must pass or a cell failed, else 0.
+pub(super) fn exit_code(corpus_failed: bool, failed_cells: usize) -> u8 {
+    u8::from(corpus_failed || failed_cells > 0)
 }
 
 /// The hotspot wait curve for the report, when hotspot-load ran in the
