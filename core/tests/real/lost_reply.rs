@@ -101,6 +101,16 @@ async fn unsettled_lost_reply_is_an_error_never_acquired() {
         .unwrap();
     // No re-asks allowed: the client cannot know, so it must not claim the lease.
     let lock = LockClient::new(conn, config(0)).unwrap();
+    // One whole acquire and release first, so that nothing is still owed on
+    // the connection (the handshake, a NOSCRIPT answer and the script load)
+    // and the reply lost is the acquire script's own. Without it, a run
+    // under nextest (every test in a process of its own) once lost another
+    // reply: the script never ran and the fence key stayed unset.
+    let warm = fresh_resource("lost-reply-unsettled-warm");
+    match lock.acquire(&warm).await.unwrap() {
+        AcquireOutcome::Acquired(lease) => assert!(lock.release(&lease).await.unwrap()),
+        other => panic!("uncontended resource: {other:?}"),
+    }
     let resource = fresh_resource("lost-reply-unsettled");
     let mut direct = redis().await;
     proxy.lose_next_reply();
