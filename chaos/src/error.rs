@@ -161,6 +161,15 @@ pub enum ChaosError {
         source: redis::RedisError,
     },
 
+    /// The `MONITOR` recorder of a Redis node failed (see `monitor.rs`).
+    #[error("recording redis {node}: {message}")]
+    Monitor {
+        /// Which node.
+        node: String,
+        /// What went wrong.
+        message: String,
+    },
+
     /// Setting up the database (creating it, migrations) failed.
     #[error("postgres: {0}")]
     Postgres(String),

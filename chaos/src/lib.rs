@@ -7,6 +7,8 @@
 //! - [`toxiproxy`]: the embedded Toxiproxy-compatible server (noxious core).
 //! - [`provider`]: running the servers (containers, local, external).
 //! - [`faults`]: the Toxiproxy API through `toxiproxy_rust`.
+//! - [`monitor`]: the `MONITOR` tape of each Redis node, the raw material of
+//!   the real world's Redis-side truth.
 //! - [`topology`]: [`RealCluster`], the operations a real `World` calls.
 //! - [`reaper`]: removing what a killed run left behind (containers, local
 //!   servers and their folders).
@@ -21,6 +23,7 @@ pub mod config;
 pub mod error;
 pub mod faults;
 pub mod live;
+pub mod monitor;
 pub mod ports;
 pub mod probe;
 pub mod provider;
@@ -33,4 +36,4 @@ pub mod wait;
 pub use config::{ChaosConfig, Images, ProviderKind, ToxiproxyChoice};
 pub use error::{ChaosError, Result};
 pub use provider::{last_started, RedisNode, ServerInfo, Servers};
-pub use topology::{Path, PrimaryWatch, RealCluster};
+pub use topology::{NodeTape, Path, PrimaryWatch, RealCluster};

@@ -36,6 +36,7 @@ use tokio::sync::Mutex;
 use crate::config::{ChaosConfig, ProviderKind, ToxiproxyChoice};
 use crate::error::{ChaosError, Result};
 use crate::faults::{Stream, ToxicSpec, Toxiproxy};
+use crate::monitor::{self, Mark, Recorder, Snapshot, Tape};
 use crate::provider::{RedisNode, Servers};
 use crate::toxiproxy::EmbeddedToxiproxy;
 use crate::wait::{until_ready, Probe};
@@ -82,6 +83,21 @@ pub const REPLICATION_PROXY: &str = "replication";
 struct State {
     servers: Servers,
     primary: RedisNode,
+    /// Which nodes are stopped now (indexed by [`RedisNode::index`]).
+    stopped: [bool; 2],
+}
+
+/// What a node's `MONITOR` recorder holds at the end of a run (see
+/// [`RealCluster::redis_tapes`]).
+#[derive(Clone, Debug)]
+pub struct NodeTape {
+    /// The node.
+    pub node: RedisNode,
+    /// Everything it ran and what was done to it, in time order.
+    pub tape: Tape,
+    /// Its keyspace read directly right after everything before was on the
+    /// tape, and when (Unix µs): `None` when the node is down at the end.
+    pub end: Option<(i64, Snapshot)>,
 }
 
 /// Redis primary + replica and PostgreSQL behind per-worker proxies.
@@ -101,6 +117,9 @@ pub struct RealCluster {
     /// Set the moment a failover starts re-pointing the workers' proxies at
     /// the replica (see [`PrimaryWatch`]).
     replica_serves: Arc<AtomicBool>,
+    /// One `MONITOR` recorder per node (indexed by [`RedisNode::index`]):
+    /// the Redis-side truth (`monitor.rs`).
+    recorders: [Recorder; 2],
 }
 
 /// Where the workers' Redis traffic goes *now*, readable from anywhere
@@ -153,6 +172,27 @@ async fn admin_command<T: redis::FromRedisValue>(
             server: node_name,
             waited: Duration::from_millis(ADMIN_COMMAND_TIMEOUT_MS),
             last_error: "command got no answer".into(),
+        }),
+    }
+}
+
+/// [`monitor::snapshot`] of a node, directly, with the orchestration's
+/// timeout.
+async fn read_snapshot(addr: &str, node: RedisNode) -> Result<Snapshot> {
+    let run = async {
+        let client = redis::Client::open(format!("redis://{addr}/"))?;
+        let mut conn = client.get_multiplexed_async_connection().await?;
+        monitor::snapshot(&mut conn).await
+    };
+    match tokio::time::timeout(Duration::from_millis(ADMIN_COMMAND_TIMEOUT_MS), run).await {
+        Ok(result) => result.map_err(|source| ChaosError::Redis {
+            node: node.name(),
+            source,
+        }),
+        Err(_) => Err(ChaosError::NotReady {
+            server: node.name(),
+            waited: Duration::from_millis(ADMIN_COMMAND_TIMEOUT_MS),
+            last_error: "reading its keyspace got no answer".into(),
         }),
     }
 }
@@ -220,6 +260,17 @@ impl RealCluster {
         let postgres_url = servers.postgres_url_via(&postgres_addr);
         let run_id = servers.run_id().to_owned();
         let provider = servers.kind();
+        // Recording starts before any proxy exists, so no worker command
+        // can precede it; what an external server already holds is read
+        // into the tape first.
+        let recorders = [Recorder::new(), Recorder::new()];
+        for node in [RedisNode::Primary, RedisNode::Replica] {
+            if let Some(addr) = &redis_addrs[node.index()] {
+                recorders[node.index()].attach(node.name(), addr).await?;
+                let snap = read_snapshot(addr, node).await?;
+                recorders[node.index()].mark(Mark::Loaded(snap));
+            }
+        }
 
         let mut listens = Vec::with_capacity(workers);
         for worker in 0..workers {
@@ -243,6 +294,7 @@ impl RealCluster {
             state: Mutex::new(State {
                 servers,
                 primary: RedisNode::Primary,
+                stopped: [false; 2],
             }),
             embedded,
             toxiproxy,
@@ -254,6 +306,7 @@ impl RealCluster {
             postgres_url,
             worker_postgres_urls,
             replica_serves: Arc::new(AtomicBool::new(false)),
+            recorders,
         };
         if let Some(replica) = &cluster.redis_addrs[1] {
             let link = cluster
@@ -446,14 +499,37 @@ impl RealCluster {
     pub async fn stop_redis(&self) -> Result<()> {
         let mut state = self.state.lock().await;
         let primary = state.primary;
-        state.servers.stop_redis(primary).await
+        self.stop_node(&mut state, primary).await
     }
 
-    /// Starts the current primary again, empty, on the same address.
+    /// Stops `node` and marks its tape once it is down, so every command
+    /// it ran comes before the mark.
+    async fn stop_node(&self, state: &mut State, node: RedisNode) -> Result<()> {
+        let stopped = state.servers.stop_redis(node).await;
+        // Also after a failed stop: it may have got halfway, and a mark
+        // for a server that still runs only closes holdings early.
+        state.stopped[node.index()] = true;
+        self.recorders[node.index()].mark(Mark::Stopped);
+        stopped
+    }
+
+    /// Starts the current primary again, empty, on the same address, and
+    /// has its recorder attached again before returning.
     pub async fn restart_redis(&self) -> Result<()> {
         let mut state = self.state.lock().await;
         let primary = state.primary;
-        state.servers.start_redis(primary).await
+        let recorder = &self.recorders[primary.index()];
+        recorder.mark(Mark::Started);
+        state.servers.start_redis(primary).await?;
+        state.stopped[primary.index()] = false;
+        let addr = self.node_addr(primary)?;
+        if let Err(error) = recorder.attach(primary.name(), addr).await {
+            recorder.gap(format!(
+                "{}: not recorded after its restart ({error})",
+                primary.name()
+            ));
+        }
+        Ok(())
     }
 
     /// Writes stop reaching the replica (its link's proxy goes down).
@@ -547,12 +623,17 @@ impl RealCluster {
             });
         }
         if self.provider != ProviderKind::External {
-            state.servers.stop_redis(RedisNode::Primary).await?;
+            self.stop_node(&mut state, RedisNode::Primary).await?;
         }
         self.toxiproxy.set_enabled(REPLICATION_PROXY, false).await?;
         let mut promote = redis::cmd("REPLICAOF");
         promote.arg("NO").arg("ONE");
         admin_command::<()>(&replica, RedisNode::Replica, promote).await?;
+        // A replica's MONITOR shows nothing it got from its primary: what
+        // it holds at the promotion is read directly, before any worker
+        // can reach it (their proxies still point at the old primary).
+        let snap = read_snapshot(&replica, RedisNode::Replica).await?;
+        self.recorders[RedisNode::Replica.index()].mark(Mark::Loaded(snap));
         self.replica_serves.store(true, Ordering::SeqCst);
         for worker in 0..self.workers {
             self.toxiproxy
@@ -561,6 +642,41 @@ impl RealCluster {
         }
         state.primary = RedisNode::Replica;
         Ok(())
+    }
+
+    /// Every node's `MONITOR` tape, complete up to this call: each running
+    /// node is synced (everything it ran before is on its tape), then its
+    /// keyspace is read for the end-of-run comparison. Recording stops.
+    pub async fn redis_tapes(&self) -> Vec<NodeTape> {
+        let stopped = self.state.lock().await.stopped;
+        let mut tapes = Vec::with_capacity(2);
+        for node in [RedisNode::Primary, RedisNode::Replica] {
+            let Some(addr) = self.redis_addrs[node.index()].as_deref() else {
+                continue;
+            };
+            let recorder = &self.recorders[node.index()];
+            let mut end = None;
+            if !stopped[node.index()] {
+                let read = async {
+                    recorder.sync(node.name(), addr).await?;
+                    let at_us = monitor::unix_us_now();
+                    Ok::<_, ChaosError>((at_us, read_snapshot(addr, node).await?))
+                };
+                match read.await {
+                    Ok(read) => end = Some(read),
+                    Err(error) => recorder.gap(format!(
+                        "{}: its tape could not be completed at the end ({error})",
+                        node.name()
+                    )),
+                }
+            }
+            tapes.push(NodeTape {
+                node,
+                tape: recorder.finish(),
+                end,
+            });
+        }
+        tapes
     }
 
     /// Removes every toxic and brings every proxy up (not the servers).

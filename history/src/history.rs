@@ -77,8 +77,13 @@ pub struct History {
     /// Client-side operations, in any order (ids are unique).
     pub ops: Vec<Op>,
     /// The Redis servers' ownership log, in each server's execution order;
-    /// `None` when the world has no server-side ownership log (real Redis).
+    /// `None` when the world could not recover one.
     pub redis_truth: Option<Vec<OwnershipRecord>>,
+    /// Why `redis_truth` is `None`, when the world can say (a real server's
+    /// recording had a gap): verdicts that needed the log quote it. Absent
+    /// from JSON when there is none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub redis_truth_gap: Option<String>,
     /// The fenced store's append-only log, in commit (`seq`) order; `None`
     /// when the world cannot read it.
     pub store_truth: Option<Vec<FenceRecord>>,
@@ -561,6 +566,7 @@ impl HistoryBuilder {
                 limits,
                 ops: Vec::new(),
                 redis_truth: Some(Vec::new()),
+                redis_truth_gap: None,
                 store_truth: Some(Vec::new()),
                 faults: Vec::new(),
                 end_ms: 0,

@@ -264,6 +264,7 @@ impl World for SimWorld {
             .collect();
         Ok(Truth {
             redis: Some(redis),
+            redis_gap: None,
             store: Some(store),
         })
     }

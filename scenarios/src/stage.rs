@@ -290,6 +290,7 @@ impl<'w> Stage<'w> {
             },
             ops,
             redis_truth: truth.redis,
+            redis_truth_gap: truth.redis_gap,
             store_truth: truth.store,
             faults,
             end_ms,

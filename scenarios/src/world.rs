@@ -255,6 +255,9 @@ pub struct Truth {
     /// The Redis ownership log of the lock key, in execution order, or `None`
     /// when the world has no server-side ownership log.
     pub redis: Option<Vec<OwnershipRecord>>,
+    /// Why `redis` is `None`, in words for a verdict, when the world knows
+    /// (a gap in a real server's recording).
+    pub redis_gap: Option<String>,
     /// The store's fence log of the resource, in commit order, or `None`.
     pub store: Option<Vec<FenceRecord>>,
 }

@@ -259,6 +259,9 @@ fn arbitrary_history() -> impl Strategy<Value = History> {
             resource: "account-7".into(),
             limits,
             ops,
+            redis_truth_gap: redis_truth
+                .is_none()
+                .then(|| "a recording gap, in words".to_owned()),
             redis_truth,
             store_truth,
             faults: vec![FaultRecord::new(5, Fault::PauseWorker(1))],

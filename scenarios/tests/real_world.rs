@@ -1,8 +1,9 @@
 //! Scenarios against real Redis and PostgreSQL (`RealWorlds`, local
-//! processes behind the embedded Toxiproxy): the reference violates nothing,
-//! the properties that need Redis's ownership log come out undecided (real
-//! Redis keeps none), and the `no-fence-check` mutant is caught by the
-//! store's own fence log.
+//! processes behind the embedded Toxiproxy): the reference violates nothing
+//! and every property is decided — Redis's ownership log comes from each
+//! node's `MONITOR` recording re-executed through the simulated engine —
+//! and the shipped mutants are caught as in the simulation, by the store's
+//! fence log and by the recorded Redis log.
 //!
 //! Run under scripts/with-services, which installs and points at the
 //! server binaries:
@@ -21,15 +22,6 @@ use redfence_scenarios::real_world::RealWorlds;
 use redfence_scenarios::run::{run_one, RunRecord, WorldFactory, WorldSpec};
 use redfence_scenarios::world::{Fault, WorkerEnv, WorldError, WorldKind};
 use redfence_scenarios::{FenceOutcome, Property, Status};
-
-/// Properties real Redis cannot decide: they need its ownership log.
-const NEED_REDIS_TRUTH: [Property; 5] = [
-    Property::UnlockSafety,
-    Property::RenewalSafety,
-    Property::FailClosed,
-    Property::BoundedLiveness,
-    Property::LeaseContinuity,
-];
 
 /// Real runs share two CPU cores and their timing matters (leases, 150 ms
 /// operation timeouts): one at a time.
@@ -71,24 +63,26 @@ fn summary(record: &RunRecord) -> String {
     lines.join("\n  ")
 }
 
-/// The reference on real servers: no error, nothing violated, exactly the
-/// properties that need Redis's ownership log undecided, and the rest held
-/// — except what the run gave nothing to judge: a stale write only where a
-/// worker wrote stale, a write without a fence never (the reference fences
-/// every write).
+/// The reference on real servers: no error, nothing violated, nothing
+/// undecided — the recorded Redis log decides what the simulation's log
+/// decides — and the rest held, except what the run gave nothing to judge:
+/// a stale write only where a worker wrote stale, a write without a fence
+/// never (the reference fences every write).
 fn assert_reference_passes(record: &RunRecord) {
     assert!(record.error.is_none(), "{}", summary(record));
     assert!(record.violated().is_empty(), "{}", summary(record));
     for verdict in &record.verdicts {
         let expected: &[Status] = match verdict.property {
-            p if NEED_REDIS_TRUTH.contains(&p) => &[Status::Undecided],
             Property::StaleOwnerRejected => &[Status::Held, Status::NotExercised],
             Property::UnfencedStaleWrite => &[Status::NotExercised],
             // Only hotspot-load bounds contention.
             Property::Contention => &[Status::Held, Status::NotExercised],
-            // The whole-worker reference's release is one of its commands:
-            // without Redis's log, when its leases ended is unknown.
-            Property::NoOverlappingHolders => &[Status::Undecided],
+            // No renew is confirmed and no key expires in a short, clean
+            // run; no write happens where every job fails closed.
+            Property::RenewalSafety
+            | Property::UnlockSafety
+            | Property::NoOverlappingHolders
+            | Property::FailClosed => &[Status::Held, Status::NotExercised],
             _ => &[Status::Held],
         };
         assert!(
@@ -99,7 +93,14 @@ fn assert_reference_passes(record: &RunRecord) {
         );
     }
     let history = record.history.as_ref().expect("a judged run has a history");
-    assert!(history.redis_truth.is_none());
+    let redis = history
+        .redis_truth
+        .as_ref()
+        .unwrap_or_else(|| panic!("a recorded Redis log: {:?}", history.redis_truth_gap));
+    assert!(
+        redis.iter().any(|r| r.server == "redis"),
+        "the primary's recording shows the lock's holders: {redis:?}"
+    );
     let store = history.store_truth.as_ref().expect("postgres's fence log");
     assert!(!store.is_empty(), "the store logged the writes");
 }
@@ -257,7 +258,12 @@ fn world_paths_faults_and_truth() {
     );
 
     let truth = world.truth("lock:probe", "probe").expect("truth");
-    assert_eq!(truth.redis, None, "real Redis keeps no ownership log");
+    assert_eq!(
+        truth.redis,
+        Some(Vec::new()),
+        "recorded, and no lock key was ever set ({:?})",
+        truth.redis_gap
+    );
     let log = truth.store.expect("postgres's fence log");
     assert_eq!(log.len(), 1, "{log:?}");
     assert_eq!(
@@ -275,16 +281,6 @@ fn world_paths_faults_and_truth() {
         "no replica asked for: {refused}"
     );
 }
-
-/// Promised catches the real world cannot decide yet, with the status it
-/// must then give: a whole-worker lock's release is one of its own
-/// commands, so without Redis's ownership log when its leases ended — and
-/// so whether two holders overlapped — is unknown there.
-const UNDECIDED_IN_REAL: [(&str, &str, Property); 1] = [(
-    "concurrent-jobs",
-    "process-wide-token",
-    Property::NoOverlappingHolders,
-)];
 
 /// Promised catches the real world cannot show the way the simulation does,
 /// each investigated (see the sim-vs-real agreement table, `redfence agree`):
@@ -318,29 +314,12 @@ fn every_scenario_on_real_servers() {
         let record = run(scenario.name(), Arc::new(Reference), 0);
         assert_reference_passes(&record);
     }
-    // A stale unfenced write is judged against when the writer's key
-    // ended, which only Redis's log tells.
-    let decidable = redfence_scenarios::mutation::CATCHES.iter().filter(|c| {
-        !NEED_REDIS_TRUTH.contains(&c.property)
-            && c.property != Property::UnfencedStaleWrite
-            && !REAL_DIFFERENCES.contains(&(c.scenario, c.mutant))
-    });
+    let decidable = redfence_scenarios::mutation::CATCHES
+        .iter()
+        .filter(|c| !REAL_DIFFERENCES.contains(&(c.scenario, c.mutant)));
     for catch in decidable {
         let mutant = protocols::by_name(catch.mutant).expect("a shipped mutant");
         let record = run(catch.scenario, mutant, 0);
-        if UNDECIDED_IN_REAL.contains(&(catch.scenario, catch.mutant, catch.property)) {
-            let verdict = record
-                .verdicts
-                .iter()
-                .find(|v| v.property == catch.property);
-            assert_eq!(
-                verdict.map(|v| v.status),
-                Some(Status::Undecided),
-                "{}",
-                summary(&record)
-            );
-            continue;
-        }
         let violated = record
             .verdicts
             .iter()

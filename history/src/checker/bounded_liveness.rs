@@ -35,7 +35,7 @@ use std::collections::BTreeMap;
 
 use super::health::{self, Paths};
 use super::holdings::holdings;
-use super::{more, NO_REDIS_TRUTH};
+use super::{more, no_redis_truth};
 use crate::history::{History, JobReport, Op, OpKind, OwnershipChange, OwnershipRecord};
 use crate::property::Property;
 use crate::verdict::{owner_text, HistorySlice, Verdict};
@@ -64,7 +64,10 @@ pub(super) fn check(history: &History) -> Verdict {
     match &history.redis_truth {
         None => Verdict::undecided(
             PROPERTY,
-            format!("{NO_REDIS_TRUTH} (how long locks were held is unknown); {contenders}"),
+            format!(
+                "{} (how long locks were held is unknown); {contenders}",
+                no_redis_truth(history)
+            ),
         ),
         Some(_) if contenders_count == 0 && holdings_count == 0 => Verdict::not_exercised(
             PROPERTY,

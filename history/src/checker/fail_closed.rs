@@ -48,7 +48,7 @@
 use std::collections::BTreeMap;
 
 use super::holdings::holdings;
-use super::{lookup, more, NO_REDIS_TRUTH, NO_STORE_TRUTH};
+use super::{lookup, more, no_redis_truth, NO_STORE_TRUTH};
 use crate::history::{FenceOutcome, FenceRecord, History, Op, OpKind, Outcome, OwnershipChange};
 use crate::property::Property;
 use crate::verdict::{owner_text, HistorySlice, Verdict};
@@ -117,7 +117,8 @@ pub(super) fn check(history: &History) -> Verdict {
                 PROPERTY,
                 format!(
                     "{writes}, but whether a failed acquire left a lock behind is unknown \
-                     ({NO_REDIS_TRUTH})"
+                     ({})",
+                    no_redis_truth(history)
                 ),
             );
         }

@@ -38,7 +38,7 @@ use std::collections::BTreeMap;
 
 use super::health::{self, Paths};
 use super::holdings::holdings;
-use super::{more, NO_REDIS_TRUTH};
+use super::{more, no_redis_truth};
 use crate::history::{History, OkValue, Op, OpKind, Outcome, OwnershipChange};
 use crate::property::Property;
 use crate::verdict::{owner_text, HistorySlice, Verdict};
@@ -50,7 +50,10 @@ pub(super) fn check(history: &History) -> Verdict {
     let Some(log) = &history.redis_truth else {
         return Verdict::undecided(
             PROPERTY,
-            format!("{NO_REDIS_TRUTH}: when each lease ended is unknown"),
+            format!(
+                "{}: when each lease ended is unknown",
+                no_redis_truth(history)
+            ),
         );
     };
     let limits = history.limits;

@@ -34,6 +34,12 @@ use crate::verdict::Verdict;
 /// Why a property that needs the Redis ownership log is undecided without it.
 pub const NO_REDIS_TRUTH: &str = "no server-side ownership log in this world";
 
+/// Why the Redis ownership log is missing, in words for a verdict: the gap
+/// the world named ([`History::redis_truth_gap`]), else [`NO_REDIS_TRUTH`].
+pub(crate) fn no_redis_truth(history: &History) -> &str {
+    history.redis_truth_gap.as_deref().unwrap_or(NO_REDIS_TRUTH)
+}
+
 /// Why a property that needs the store's fence log is undecided without it.
 pub const NO_STORE_TRUTH: &str = "no store-side fence log in this world";
 
@@ -174,6 +180,39 @@ mod tests {
             .released("w0", "o0", (110, 112), true)
             .deleted(111, "o0")
             .report("w0", Some("j0"), crate::history::JobReport::Success, 113)
+    }
+
+    /// A world that could not trust its Redis recording names the gap;
+    /// every verdict that needed the log quotes it instead of the generic
+    /// reason, and nothing that needed it is decided.
+    #[test]
+    fn a_named_recording_gap_is_the_reason_undecided_verdicts_give() {
+        let mut history = unfenced_job().without_redis_truth().build();
+        let generic: Vec<(Property, Status)> = statuses(&history);
+        history.redis_truth_gap = Some("redis ran commands the engine does not know".into());
+        let needs_log = [
+            Property::UnfencedStaleWrite,
+            Property::UnlockSafety,
+            Property::RenewalSafety,
+            Property::FailClosed,
+            Property::BoundedLiveness,
+            Property::LeaseContinuity,
+        ];
+        for verdict in check(&history) {
+            if needs_log.contains(&verdict.property) {
+                assert_eq!(verdict.status, Status::Undecided, "{}", verdict.explanation);
+                assert!(
+                    verdict
+                        .explanation
+                        .contains("redis ran commands the engine does not know")
+                        && !verdict.explanation.contains(NO_REDIS_TRUTH),
+                    "{}: {}",
+                    verdict.property,
+                    verdict.explanation
+                );
+            }
+        }
+        assert_eq!(statuses(&history), generic, "the gap changes words only");
     }
 
     #[test]

@@ -49,7 +49,7 @@
 
 use std::collections::BTreeMap;
 
-use super::{more, NO_REDIS_TRUTH};
+use super::{more, no_redis_truth};
 use crate::history::{History, OkValue, Op, OpKind, Outcome, OwnershipChange};
 use crate::property::Property;
 use crate::verdict::{owner_text, HistorySlice, Verdict};
@@ -88,8 +88,9 @@ pub(super) fn check(history: &History) -> Verdict {
         return Verdict::undecided(
             PROPERTY,
             format!(
-                "{NO_REDIS_TRUTH}: when a whole-worker lock's leases ended (which of its \
-                 commands released) is unknown"
+                "{}: when a whole-worker lock's leases ended (which of its \
+                 commands released) is unknown",
+                no_redis_truth(history)
             ),
         );
     }

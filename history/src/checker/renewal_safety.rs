@@ -40,7 +40,7 @@
 use std::collections::BTreeMap;
 
 use super::holdings::holdings;
-use super::{more, NO_REDIS_TRUTH};
+use super::{more, no_redis_truth};
 use crate::history::{History, OkValue, Op, OpKind, Outcome, OwnershipChange, OwnershipRecord};
 use crate::property::Property;
 use crate::verdict::{owner_text, HistorySlice, Verdict};
@@ -72,7 +72,10 @@ pub(super) fn check(history: &History) -> Verdict {
     match &history.redis_truth {
         None => Verdict::undecided(
             PROPERTY,
-            format!("{NO_REDIS_TRUTH} (whether a renew extended another owner's key is unknown); {limits}"),
+            format!(
+                "{} (whether a renew extended another owner's key is unknown); {limits}",
+                no_redis_truth(history)
+            ),
         ),
         Some(_) if expiries_count == 0 && renews_count == 0 => Verdict::not_exercised(
             PROPERTY,

@@ -44,7 +44,7 @@
 //! accepted.
 
 use super::holdings::{holdings, Holding};
-use super::{lookup, more, NO_REDIS_TRUTH, NO_STORE_TRUTH};
+use super::{lookup, more, no_redis_truth, NO_STORE_TRUTH};
 use crate::history::{FenceOutcome, FenceRecord, History, OpKind, OwnershipChange};
 use crate::property::Property;
 use crate::verdict::{owner_text, HistorySlice, Verdict};
@@ -77,8 +77,9 @@ pub(super) fn check(history: &History) -> Verdict {
         return Verdict::undecided(
             PROPERTY,
             format!(
-                "{NO_REDIS_TRUTH}: the store accepted {} writes without a fence, and whether \
+                "{}: the store accepted {} writes without a fence, and whether \
                  each writer still held its lease then is unknown",
+                no_redis_truth(history),
                 unfenced.len()
             ),
         );

@@ -20,7 +20,7 @@
 use std::collections::BTreeMap;
 
 use super::holdings::{holdings, Holding};
-use super::{more, NO_REDIS_TRUTH};
+use super::{more, no_redis_truth};
 use crate::history::{History, Op, OpKind, OwnershipChange, OwnershipRecord};
 use crate::property::Property;
 use crate::verdict::{owner_text, HistorySlice, Verdict};
@@ -32,7 +32,10 @@ pub(super) fn check(history: &History) -> Verdict {
     let Some(log) = &history.redis_truth else {
         return Verdict::undecided(
             PROPERTY,
-            format!("{NO_REDIS_TRUTH}: whose key a release removed is unknown"),
+            format!(
+                "{}: whose key a release removed is unknown",
+                no_redis_truth(history)
+            ),
         );
     };
     let mut releases: BTreeMap<&str, Vec<&Op>> = BTreeMap::new();

@@ -207,7 +207,7 @@ impl World for RealWorld {
     }
 
     fn truth(&mut self, lock_key: &str, resource: &str) -> Result<Truth, WorldError> {
-        self.store_truth(lock_key, resource)
+        self.read_truth(lock_key, resource)
     }
 }
 
@@ -310,8 +310,18 @@ impl RealWorld {
         Ok(peeked)
     }
 
-    /// [`World::truth`].
-    fn store_truth(&mut self, _lock_key: &str, resource: &str) -> Result<Truth, WorldError> {
+    /// [`World::truth`]: Redis's from the nodes' `MONITOR` tapes
+    /// (`redis_truth.rs`), the store's from PostgreSQL's fence log.
+    fn read_truth(&mut self, _lock_key: &str, resource: &str) -> Result<Truth, WorldError> {
+        let tapes = self.block_on(self.cluster().redis_tapes());
+        let (redis, redis_gap) = match super::redis_truth::ownership_log(
+            &tapes,
+            self.started_wall_us,
+            LOCK_KEY_PREFIX,
+        ) {
+            Ok(log) => (Some(log), None),
+            Err(gap) => (None, Some(gap)),
+        };
         let name = ResourceName::new(resource)
             .map_err(|e| WorldError::Failed(format!("resource {resource:?}: {e}")))?;
         let log = self
@@ -322,8 +332,8 @@ impl RealWorld {
             .map(|entry| entry.into_record(self.started_wall_ms))
             .collect();
         Ok(Truth {
-            // Redis keeps no ownership log.
-            redis: None,
+            redis,
+            redis_gap,
             store: Some(store),
         })
     }

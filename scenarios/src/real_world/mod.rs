@@ -22,9 +22,14 @@
 //!   rest of the run. A worker's Redis path reconnects on the request after
 //!   its connection broke ([`Reconnecting`]); its store path is a small sqlx
 //!   pool, which does the same.
-//! - **Ground truth is partial.** Redis keeps no ownership log, so
-//!   [`Truth::redis`] is `None` and the properties that need it come out
-//!   undecided; PostgreSQL's append-only `fence_log` is the store truth.
+//! - **Redis-side truth is recorded, not kept.** Real Redis keeps no
+//!   ownership log: every node's `MONITOR` stream is recorded from the
+//!   world's start (a connection of the world's own, never a worker's) and
+//!   re-executed through the simulated server's engine at the end
+//!   (`redis_truth`), giving [`Truth::redis`] in the simulation's form. A
+//!   recording with a gap gives `None`, and the gap is the reason the
+//!   verdicts that needed it give. PostgreSQL's append-only `fence_log` is
+//!   the store truth.
 //!
 //! A world whose script asks for no replica still runs one (the providers
 //! always start it); it refuses the replication faults, as the simulation
@@ -33,12 +38,14 @@
 //! The module is split by concern: `connect` makes a worker's Redis and
 //! store paths, `redis_path` keeps a worker's Redis connection alive across
 //! proxy restarts, `raw_store` is the unchecked store path the mutants use,
-//! and `contract` implements the [`World`] contract (faults, peeks, truth).
+//! `redis_truth` turns the nodes' recordings into the ownership log, and
+//! `contract` implements the [`World`] contract (faults, peeks, truth).
 
 mod connect;
 mod contract;
 mod raw_store;
 mod redis_path;
+mod redis_truth;
 
 use connect::connect_worker;
 use raw_store::{PgRawStore, WRITE_UNCHECKED_SQL};
@@ -78,6 +85,9 @@ const CONNECT_RETRY_PAUSE_MS: u64 = 10;
 /// Timeout of one peek: scripts peek every few milliseconds, and a Redis
 /// that does not answer within this counts as down.
 const PEEK_TIMEOUT_MS: u64 = 500;
+/// Keys the ownership log follows: the lock keys every protocol's
+/// resource names (`lock:{resource}`), as in the simulation.
+const LOCK_KEY_PREFIX: &str = "lock:";
 /// Timeout of the world's own out-of-band calls (truth, setup).
 const ADMIN_TIMEOUT_MS: u64 = 5_000;
 
@@ -224,6 +234,10 @@ pub struct RealWorld {
     /// Wall time at `started`, to put the fence log's timestamps on the
     /// world's clock.
     started_wall_ms: i64,
+    /// The same in microseconds, for the Redis recording's timestamps: a
+    /// whole millisecond of offset would put a server's deletion after the
+    /// reply that reported it.
+    started_wall_us: i64,
     /// Last: everything above may need the runtime to drop.
     rt: Runtime,
 }
@@ -278,9 +292,12 @@ impl RealWorld {
                 }
             })
             .collect();
-        let started_wall_ms = SystemTime::now()
+        // The world's clock and its Unix time, read together: server
+        // timestamps (µs) are put on the world's clock with this offset.
+        let started = Instant::now();
+        let started_wall_us = SystemTime::now()
             .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis() as i64);
+            .map_or(0, |d| d.as_micros() as i64);
         Ok(Self {
             local: Some(local),
             cluster: Some(cluster),
@@ -289,8 +306,9 @@ impl RealWorld {
             op_timeout,
             admin_store: admin_store.with_op_timeout(Duration::from_millis(ADMIN_TIMEOUT_MS)),
             peek_conn: None,
-            started: Instant::now(),
-            started_wall_ms,
+            started,
+            started_wall_ms: started_wall_us.div_euclid(1_000),
+            started_wall_us,
             rt,
         })
     }

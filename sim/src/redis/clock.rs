@@ -40,6 +40,15 @@ pub(crate) enum Clock {
     /// Set by hand (unit tests).
     #[cfg_attr(not(test), allow(dead_code))]
     Manual(Rc<Cell<u64>>),
+    /// Set by whoever feeds the server a recorded command stream
+    /// (`replay.rs`): each command runs at the time the real server ran
+    /// it, on a timeline whose 0 is `unix_base_ms` in Unix time.
+    Replayed {
+        /// The time of the command being re-executed.
+        now_ms: Rc<Cell<u64>>,
+        /// Unix milliseconds of timeline 0.
+        unix_base_ms: i64,
+    },
 }
 
 impl Clock {
@@ -72,6 +81,7 @@ impl Clock {
                 unix_at_start_ms, ..
             } => *unix_at_start_ms,
             Clock::Turmoil { .. } | Clock::Manual(_) => WALL_CLOCK_BASE_MS,
+            Clock::Replayed { unix_base_ms, .. } => *unix_base_ms,
         }
     }
 
@@ -92,7 +102,7 @@ impl Clock {
             Clock::Tokio { start, .. } => {
                 u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX)
             }
-            Clock::Manual(now_ms) => now_ms.get(),
+            Clock::Manual(now_ms) | Clock::Replayed { now_ms, .. } => now_ms.get(),
         }
     }
 
@@ -104,7 +114,7 @@ impl Clock {
             Clock::Tokio { start, .. } => {
                 u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX)
             }
-            Clock::Manual(now_ms) => now_ms.get(),
+            Clock::Manual(now_ms) | Clock::Replayed { now_ms, .. } => now_ms.get(),
         }
     }
 

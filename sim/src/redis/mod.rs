@@ -21,7 +21,9 @@
 //! offsets, effects on the wire); `instance` starting and promoting;
 //! `transport` the networks an instance lives on; `server` the state of one
 //! running instance (with its clients' transactions, subscriptions and
-//! BLPOP waiters), which imports none of what drives it.
+//! BLPOP waiters), which imports none of what drives it; `replay` the same
+//! engine fed a real server's `MONITOR` stream, to recover the ownership log
+//! a real Redis does not keep.
 //!
 //! Commands: strings, keys, lists (with blocking BLPOP), hashes,
 //! transactions (MULTI/EXEC/WATCH), pub/sub, scripts, connection and
@@ -44,6 +46,7 @@ mod instance;
 mod keyspace;
 mod lua;
 mod repl_state;
+mod replay;
 mod replication;
 mod script_cache;
 mod scripting;
@@ -54,6 +57,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 pub use frame::Frame;
+pub use replay::Replay;
 
 use clock::Clock;
 use server::Server;

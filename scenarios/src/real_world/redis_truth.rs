@@ -1,0 +1,196 @@
+//! The real world's Redis ownership log: each node's `MONITOR` tape
+//! (`redfence_chaos::monitor`) re-executed through the simulated server's
+//! command engine (`redfence_sim::redis::Replay`), so a real run is judged
+//! on the same kind of record as a simulated one — every change of the lock
+//! key's holder on each server, expiries included.
+//!
+//! The two nodes are named as the simulation names its hosts (`redis`,
+//! `replica`), and their tapes are fed in one time order into one log, as
+//! the simulation's servers append to one log as they run.
+//!
+//! A recording that may be incomplete is never trusted: a gap the
+//! recorder named, a command the engine does not know, a key type it cannot
+//! hold, or a replayed keyspace that disagrees with the server's own at the
+//! end makes the log `None`, and the gap, in words, becomes the reason
+//! every verdict that needed the log gives for being undecided.
+
+use redfence_chaos::monitor::{Mark, Snapshot, TapeEntry};
+use redfence_chaos::{NodeTape, RedisNode};
+use redfence_sim::redis::{OwnershipLog, OwnershipRecord, Replay};
+use redfence_sim::world::{PRIMARY_HOST, REPLICA_HOST};
+
+/// How far a lease's remaining time may differ between the replay and the
+/// server's `PTTL` at the end: the end snapshot's reads take a few
+/// milliseconds after the instant the replay is compared at, and a
+/// loaded machine may take tens.
+const END_TTL_TOLERANCE_MS: u64 = 250;
+
+/// The client name snapshot commands run under in the replay.
+const SNAPSHOT_CLIENT: &str = "redfence-snapshot";
+
+/// The name a node's records carry: the simulation's host names.
+fn server_name(node: RedisNode) -> &'static str {
+    match node {
+        RedisNode::Primary => PRIMARY_HOST,
+        RedisNode::Replica => REPLICA_HOST,
+    }
+}
+
+/// Milliseconds on the world's clock of a server time in Unix µs (the
+/// world's clock reads whole milliseconds since its start, so the offset
+/// is taken in µs before rounding down, as that clock does).
+fn world_ms(unix_us: i64, started_wall_us: i64) -> u64 {
+    u64::try_from((unix_us - started_wall_us).div_euclid(1_000)).unwrap_or(0)
+}
+
+/// The ownership log of keys starting with `lock_key_prefix` that `tapes`
+/// show, on the world's clock (`started_wall_us` is its 0 in Unix µs), or
+/// why it cannot be trusted.
+pub(super) fn ownership_log(
+    tapes: &[NodeTape],
+    started_wall_us: i64,
+    lock_key_prefix: &str,
+) -> Result<Vec<OwnershipRecord>, String> {
+    let gaps: Vec<&str> = tapes
+        .iter()
+        .flat_map(|t| t.tape.gaps.iter().map(String::as_str))
+        .collect();
+    if !gaps.is_empty() {
+        return Err(format!(
+            "the Redis recording has a gap ({})",
+            gaps.join("; ")
+        ));
+    }
+    let log = OwnershipLog::new();
+    let mut replays: Vec<(RedisNode, Replay)> = tapes
+        .iter()
+        .map(|t| {
+            let replay = Replay::new(
+                server_name(t.node),
+                lock_key_prefix,
+                log.clone(),
+                started_wall_us.div_euclid(1_000),
+            );
+            (t.node, replay)
+        })
+        .collect();
+    // One time order over both tapes; a node's own entries keep their
+    // order (each tape is sorted stably, and ties go to the earlier tape).
+    let mut merged: Vec<(i64, usize, usize)> = Vec::new();
+    for (t, tape) in tapes.iter().enumerate() {
+        for (i, entry) in tape.tape.entries.iter().enumerate() {
+            merged.push((entry.unix_us(), t, i));
+        }
+    }
+    merged.sort();
+    let mut skipped_types: Vec<String> = Vec::new();
+    for (unix_us, t, i) in merged {
+        let at_ms = world_ms(unix_us, started_wall_us);
+        let replay = &mut replays[t].1;
+        match &tapes[t].tape.entries[i] {
+            TapeEntry::Command(command) => {
+                replay.apply(at_ms, command.db, &command.client, &command.args);
+            }
+            TapeEntry::Mark { mark, .. } => match mark {
+                Mark::Stopped => replay.stop(at_ms),
+                Mark::Started => replay.start(at_ms),
+                Mark::Loaded(snapshot) => {
+                    load(replay, at_ms, snapshot);
+                    skipped_types.extend(snapshot.skipped.iter().map(|(key, kind)| {
+                        format!("{}: key {key:?} is a {kind}", server_name(tapes[t].node))
+                    }));
+                }
+            },
+        }
+    }
+    if !skipped_types.is_empty() {
+        return Err(format!(
+            "the Redis recording cannot re-create keys of these types ({})",
+            skipped_types.join("; ")
+        ));
+    }
+    let mut problems = Vec::new();
+    for (t, tape) in tapes.iter().enumerate() {
+        let (node, replay) = &mut replays[t];
+        let name = server_name(*node);
+        let unknown = replay.unknown_commands();
+        if !unknown.is_empty() {
+            let list: Vec<String> = unknown
+                .iter()
+                .map(|(command, n)| format!("{command} ×{n}"))
+                .collect();
+            problems.push(format!(
+                "{name} ran commands the replay engine does not know ({})",
+                list.join(", ")
+            ));
+        }
+        if let Some((at_us, end)) = &tape.end {
+            replay.finish(world_ms(*at_us, started_wall_us));
+            problems.extend(compare_end(name, replay, end, lock_key_prefix));
+        }
+    }
+    if !problems.is_empty() {
+        return Err(format!(
+            "the re-executed Redis recording does not match the servers ({})",
+            problems.join("; ")
+        ));
+    }
+    Ok(log.events())
+}
+
+/// Re-creates a snapshot's keys in `replay` at `at_ms`.
+fn load(replay: &mut Replay, at_ms: u64, snapshot: &Snapshot) {
+    for command in &snapshot.commands {
+        replay.apply(at_ms, 0, SNAPSHOT_CLIENT, command);
+    }
+}
+
+/// Where the replay's strings differ from what the server held at the end.
+fn compare_end(name: &str, replay: &Replay, end: &Snapshot, prefix: &str) -> Vec<String> {
+    let mut problems = Vec::new();
+    for (key, value, ttl_ms) in &end.strings {
+        let shown = String::from_utf8_lossy(key);
+        match replay.string_at_end(0, key) {
+            None => {
+                // A key about to expire may have been read just before.
+                if ttl_ms.is_none_or(|ttl| ttl > END_TTL_TOLERANCE_MS) {
+                    problems.push(format!("{name} holds {shown}, the replay does not"));
+                }
+            }
+            Some((replayed, replayed_ttl)) => {
+                if replayed != *value {
+                    problems.push(format!(
+                        "{name} holds {shown} = {:?}, the replay {:?}",
+                        String::from_utf8_lossy(value),
+                        String::from_utf8_lossy(&replayed)
+                    ));
+                } else if !ttl_close(*ttl_ms, replayed_ttl) {
+                    problems.push(format!(
+                        "{name}'s {shown} has {ttl_ms:?} ms left, the replay's {replayed_ttl:?}"
+                    ));
+                }
+            }
+        }
+    }
+    // A lock key the replay still holds that the server does not: the
+    // server dropped a holding the tape does not show.
+    for (key, _, ttl_ms) in replay.strings_at_end() {
+        let on_server = end.strings.iter().any(|(k, _, _)| *k == key);
+        let about_to_expire = ttl_ms.is_some_and(|ttl| ttl <= END_TTL_TOLERANCE_MS);
+        if key.starts_with(prefix.as_bytes()) && !on_server && !about_to_expire {
+            problems.push(format!(
+                "the replay holds {} on {name}, the server does not",
+                String::from_utf8_lossy(&key)
+            ));
+        }
+    }
+    problems
+}
+
+fn ttl_close(server: Option<u64>, replay: Option<u64>) -> bool {
+    match (server, replay) {
+        (None, None) => true,
+        (Some(a), Some(b)) => a.abs_diff(b) <= END_TTL_TOLERANCE_MS,
+        _ => false,
+    }
+}
