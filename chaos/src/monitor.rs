@@ -18,10 +18,12 @@
 //! What a tape cannot show, measured on Redis 7.0.15, and what is done
 //! about it:
 //!
-//! - **A replica shows nothing it received from its primary.** The replica's
-//!   tape is blank until it is promoted; at the promotion the cluster
-//!   snapshots its keyspace ([`snapshot`]) and marks the tape with it
-//!   ([`Mark::Loaded`]), and the commands of its new clients follow.
+//! - **A replica shows the commands its primary sends** (under the primary
+//!   link's address), but not a full resynchronisation: that loads a
+//!   snapshot no monitor sees. At a promotion the cluster reads the
+//!   replica's keyspace before any worker is pointed at it and marks the
+//!   tape with it ([`Mark::Checked`]); a replay that disagrees with it is a
+//!   named gap.
 //! - **Administrative commands** (`CONFIG`, `CLIENT`, `REPLICAOF`, `MONITOR`,
 //!   `DEBUG`, …) are not shown. None changes a key.
 //! - **A restart**: the old connection ends with the server; a new one is
@@ -76,10 +78,16 @@ pub enum Mark {
     Stopped,
     /// The server was started, empty.
     Started,
-    /// The server's keyspace as read directly at this moment, as commands
-    /// that re-create it (see [`snapshot`]); keys of types the replay
-    /// cannot hold are listed in [`Snapshot::skipped`].
+    /// The server's keyspace as read directly at this moment, before any
+    /// worker could reach it (see [`snapshot`]): what the tape starts from.
+    /// Keys of types the replay cannot hold are listed in
+    /// [`Snapshot::skipped`].
     Loaded(Snapshot),
+    /// The server's keyspace as read directly at this moment, while no
+    /// client could change it (a replica just promoted, before any worker
+    /// is pointed at it): the replayed keyspace must equal it, or the tape
+    /// missed something (a full resync loads a snapshot no monitor shows).
+    Checked(Snapshot),
 }
 
 /// One entry of a tape, in the order it was recorded.
@@ -130,6 +138,9 @@ struct TapeState {
 #[derive(Clone, Default)]
 pub struct Recorder {
     state: Arc<Mutex<TapeState>>,
+    /// Set while the cluster stops the node: the monitor connection's end
+    /// is then expected, not a gap.
+    closing: Arc<std::sync::atomic::AtomicBool>,
     /// The live monitor connection's reader task.
     reader: Arc<Mutex<Option<tokio::task::JoinHandle<()>>>>,
 }
@@ -186,7 +197,10 @@ impl Recorder {
             ));
         }
         let state = self.state.clone();
-        let task = tokio::spawn(read_stream(stream, state, node.to_owned()));
+        self.closing
+            .store(false, std::sync::atomic::Ordering::SeqCst);
+        let closing = self.closing.clone();
+        let task = tokio::spawn(read_stream(stream, state, closing, node.to_owned()));
         if let Some(old) = self
             .reader
             .lock()
@@ -196,6 +210,13 @@ impl Recorder {
             old.abort();
         }
         Ok(())
+    }
+
+    /// The cluster is about to stop the node: the monitor connection's
+    /// end that follows is no gap.
+    pub fn expect_close(&self) {
+        self.closing
+            .store(true, std::sync::atomic::Ordering::SeqCst);
     }
 
     /// Appends a mark at this moment.
@@ -250,6 +271,7 @@ impl Recorder {
     /// Stops reading (the connection closes) and returns the tape so far,
     /// sorted by time.
     pub fn finish(&self) -> Tape {
+        self.expect_close();
         if let Some(task) = self.reader.lock().unwrap_or_else(|e| e.into_inner()).take() {
             task.abort();
         }
@@ -281,15 +303,34 @@ fn monitor_error(node: &str, addr: &str, why: &str) -> ChaosError {
 }
 
 /// Reads `+<time> [<db> <client>] "<arg>" …` lines until the connection
-/// ends.
-async fn read_stream(mut stream: TcpStream, state: Arc<Mutex<TapeState>>, node: String) {
+/// ends; an end the cluster did not announce ([`Recorder::expect_close`])
+/// is a gap: whatever the server ran afterwards is not on the tape.
+async fn read_stream(
+    mut stream: TcpStream,
+    state: Arc<Mutex<TapeState>>,
+    closing: Arc<std::sync::atomic::AtomicBool>,
+    node: String,
+) {
     let mut buf: Vec<u8> = Vec::with_capacity(READ_CHUNK_BYTES);
     let mut chunk = vec![0u8; READ_CHUNK_BYTES];
     // Discarding the rest of a line past the bound.
     let mut skipping = false;
     loop {
         let n = match stream.read(&mut chunk).await {
-            Ok(0) | Err(_) => return,
+            Ok(0) | Err(_) => {
+                if !closing.load(std::sync::atomic::Ordering::SeqCst) {
+                    let at_us = unix_us_now();
+                    state
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .gaps
+                        .push(format!(
+                            "{node}: the MONITOR connection closed while the server ran \
+                         (at {at_us} µs Unix time); what it ran afterwards is not recorded"
+                        ));
+                }
+                return;
+            }
             Ok(n) => n,
         };
         buf.extend_from_slice(&chunk[..n]);

@@ -505,6 +505,7 @@ impl RealCluster {
     /// Stops `node` and marks its tape once it is down, so every command
     /// it ran comes before the mark.
     async fn stop_node(&self, state: &mut State, node: RedisNode) -> Result<()> {
+        self.recorders[node.index()].expect_close();
         let stopped = state.servers.stop_redis(node).await;
         // Also after a failed stop: it may have got halfway, and a mark
         // for a server that still runs only closes holdings early.
@@ -518,6 +519,10 @@ impl RealCluster {
     pub async fn restart_redis(&self) -> Result<()> {
         let mut state = self.state.lock().await;
         let primary = state.primary;
+        if !state.stopped[primary.index()] {
+            // Running: nothing to start (as the provider does).
+            return Ok(());
+        }
         let recorder = &self.recorders[primary.index()];
         recorder.mark(Mark::Started);
         state.servers.start_redis(primary).await?;
@@ -629,11 +634,11 @@ impl RealCluster {
         let mut promote = redis::cmd("REPLICAOF");
         promote.arg("NO").arg("ONE");
         admin_command::<()>(&replica, RedisNode::Replica, promote).await?;
-        // A replica's MONITOR shows nothing it got from its primary: what
-        // it holds at the promotion is read directly, before any worker
-        // can reach it (their proxies still point at the old primary).
+        // What the promoted replica holds, read before any worker can
+        // reach it (their proxies still point at the old primary): its
+        // replayed tape must agree (a full resync is invisible to MONITOR).
         let snap = read_snapshot(&replica, RedisNode::Replica).await?;
-        self.recorders[RedisNode::Replica.index()].mark(Mark::Loaded(snap));
+        self.recorders[RedisNode::Replica.index()].mark(Mark::Checked(snap));
         self.replica_serves.store(true, Ordering::SeqCst);
         for worker in 0..self.workers {
             self.toxiproxy

@@ -334,3 +334,166 @@ fn every_scenario_on_real_servers() {
         );
     }
 }
+
+/// Runs `commands` (each a command and its arguments) on worker `worker`'s
+/// Redis path, in order, as its one job.
+fn send(world: &mut dyn redfence_scenarios::world::World, worker: usize, commands: &[&[&str]]) {
+    let commands: Vec<Vec<String>> = commands
+        .iter()
+        .map(|c| c.iter().map(|a| a.to_string()).collect())
+        .collect();
+    let done: Arc<Mutex<bool>> = Arc::default();
+    let flag = done.clone();
+    let job = move |env: WorkerEnv| -> redfence_scenarios::world::WorkerFuture {
+        Box::pin(async move {
+            let mut redis = env.redis.clone();
+            for command in commands {
+                let mut cmd = redis::cmd(&command[0]);
+                for arg in &command[1..] {
+                    cmd.arg(arg);
+                }
+                let _: redis::RedisResult<redis::Value> = cmd.query_async(&mut redis).await;
+            }
+            *flag.lock().expect("lock") = true;
+        })
+    };
+    world.spawn_worker(worker, Box::new(job)).expect("spawn");
+    let deadline_ms = world.now_ms() + 5_000;
+    // Bounded by the deadline.
+    while !*done.lock().expect("lock") && world.now_ms() < deadline_ms {
+        world.run_for(5).expect("run");
+    }
+    assert!(*done.lock().expect("lock"), "the commands ran");
+}
+
+fn spec(workers: usize, replica: bool) -> WorldSpec {
+    WorldSpec {
+        seed: 0,
+        workers,
+        replica,
+        lease_ms: 1_000,
+        latency_ms: (1, 3),
+        duration_ms_max: 10_000,
+        op_timeout_ms: 150,
+    }
+}
+
+/// The recorded Redis log follows what the real servers did: a script's
+/// `SET … PX` starts a holding on the primary and, through replication, on
+/// the replica; the lease expires at the server's deadline (nothing is
+/// streamed then: the replay finds it); stopping the primary loses what it
+/// held; and a failover's promoted replica keeps what it had received.
+#[test]
+fn the_recorded_redis_log_follows_the_real_servers() {
+    use redfence_scenarios::history::OwnershipChange;
+    let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let on = |log: &[redfence_scenarios::history::OwnershipRecord], server: &str| {
+        log.iter()
+            .filter(|r| r.server == server)
+            .map(|r| (r.at_ms, r.change.clone()))
+            .collect::<Vec<_>>()
+    };
+    let set = |o: &str| OwnershipChange::Set {
+        owner: o.to_owned(),
+    };
+    let expired = |o: &str| OwnershipChange::Expired {
+        owner: o.to_owned(),
+    };
+    let lost = |o: &str| OwnershipChange::Lost {
+        owner: o.to_owned(),
+    };
+    let changes =
+        |v: &[(u64, OwnershipChange)]| v.iter().map(|(_, c)| c.clone()).collect::<Vec<_>>();
+
+    let mut world = worlds().build(&spec(2, true)).expect("a real world");
+    let acquire = "redis.call('INCR', KEYS[2]) \
+                   return redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2])";
+    let t0 = world.now_ms();
+    send(
+        world.as_mut(),
+        0,
+        &[&["EVAL", acquire, "2", "lock:{p}", "fence:{p}", "a", "200"]],
+    );
+    world.run_for(400).expect("run");
+    let t_b = world.now_ms();
+    send(
+        world.as_mut(),
+        1,
+        &[&["SET", "lock:{p}", "b", "PX", "60000"]],
+    );
+    // Let replication deliver `b` before the primary goes.
+    world.run_for(100).expect("run");
+    world.inject(&Fault::StopRedis).expect("stop");
+    let t_stopped = world.now_ms();
+    world.inject(&Fault::RestartRedis).expect("restart");
+    world.run_for(50).expect("run");
+    let truth = world.truth("lock:{p}", "p").expect("truth");
+    let log = truth
+        .redis
+        .unwrap_or_else(|| panic!("a recorded log: {:?}", truth.redis_gap));
+    let primary = on(&log, "redis");
+    assert_eq!(
+        changes(&primary),
+        [set("a"), expired("a"), set("b"), lost("b")],
+        "{log:?}"
+    );
+    let (set_a, expired_a) = (primary[0].0, primary[1].0);
+    assert!(set_a >= t0 && set_a < t0 + 1_000, "{log:?}");
+    assert_eq!(
+        expired_a,
+        set_a + 200,
+        "expired at the server's deadline: {log:?}"
+    );
+    assert!(primary[2].0 >= t_b && primary[3].0 <= t_stopped, "{log:?}");
+    assert_eq!(
+        changes(&on(&log, "replica")),
+        [set("a"), expired("a"), set("b")],
+        "the replica applies what its primary sends: {log:?}"
+    );
+    drop(world);
+
+    // A failover: the promoted replica holds what it had received.
+    let mut world = worlds().build(&spec(1, true)).expect("a real world");
+    send(
+        world.as_mut(),
+        0,
+        &[
+            &["SET", "lock:{p}", "c", "PX", "60000"],
+            // Replicated before the failover.
+            &["WAIT", "1", "2000"],
+        ],
+    );
+    world.inject(&Fault::FailOver).expect("failover");
+    let truth = world.truth("lock:{p}", "p").expect("truth");
+    let log = truth
+        .redis
+        .unwrap_or_else(|| panic!("a recorded log: {:?}", truth.redis_gap));
+    assert_eq!(
+        changes(&on(&log, "redis")),
+        [set("c"), lost("c")],
+        "{log:?}"
+    );
+    assert_eq!(changes(&on(&log, "replica")), [set("c")], "{log:?}");
+}
+
+/// A recording the replay cannot trust is no log: a command the engine
+/// does not know (here `SADD`: the simulated server has no sets) makes the
+/// Redis truth `None`, and the gap names it, so verdicts that needed the
+/// log say why they are undecided.
+#[test]
+fn a_command_the_replay_cannot_run_is_a_named_gap() {
+    let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let mut world = worlds().build(&spec(1, false)).expect("a real world");
+    send(
+        world.as_mut(),
+        0,
+        &[
+            &["SET", "lock:{p}", "a", "PX", "5000"],
+            &["SADD", "waiters", "a"],
+        ],
+    );
+    let truth = world.truth("lock:{p}", "p").expect("truth");
+    assert_eq!(truth.redis, None);
+    let gap = truth.redis_gap.expect("a named gap");
+    assert!(gap.contains("sadd"), "{gap}");
+}

@@ -20,8 +20,9 @@
 //!   known), the worker had not crashed or reported the job, and it still
 //!   sent its token after the end (plus the tolerance) — a renewal, a
 //!   write, its release: it still held the lock in its own mind;
-//! - the holding lasted less than `hold_ms_max` (minus the tolerance): at
-//!   the hold limit a lock must let go, and the library signals the job;
+//! - the holding ended less than `hold_ms_max` (minus the tolerance) after
+//!   the acquire's invoke, from which a library counts its hold: at the
+//!   hold limit a lock must let go, and the library signals the job;
 //! - the worker had fewer than `renewals_max` confirmed renewals of `X`:
 //!   the renewal limit is the library's to enforce;
 //! - the worker's Redis path was healthy for the whole last lease before the
@@ -88,7 +89,12 @@ pub(super) fn check(history: &History) -> Verdict {
         let Some(working) = still_working(history, acquire, end_ms) else {
             continue;
         };
-        let held_ms = holding.duration_ms(history.end_ms);
+        // Counted from the acquire's invoke, as a library counts its hold:
+        // a server's holding can start later than the lock's own (a replica
+        // applies the key when replication brings it, hundreds of ms late
+        // on a loaded machine), and a copy that starts late reaches the
+        // hold limit's deadline having "held" less than the limit.
+        let held_ms = end_ms.saturating_sub(acquire.invoke_ms);
         if held_ms.saturating_add(limits.tolerance_ms) >= limits.hold_ms_max {
             continue;
         }
@@ -221,7 +227,7 @@ fn still_working(history: &History, acquire: &Op, end_ms: u64) -> Option<String>
 mod tests {
     use super::*;
     use crate::fault::Fault;
-    use crate::history::JobReport;
+    use crate::history::{JobReport, OwnershipRecord};
     use crate::verdict::Status;
 
     use super::super::testing::builder;
@@ -294,6 +300,56 @@ mod tests {
             .report("w0", Some("j"), JobReport::OwnershipLost, 5_000)
             .build();
         assert_eq!(check(&history).status, Status::Held);
+    }
+
+    /// A replica's copy of the holding starts when replication brings the
+    /// key — here 850 ms after the acquire — and expires at the same hold
+    /// limit: it lasted less than the limit, but the lock's hold did not.
+    /// The primary's copy ending early under the same worker is still a
+    /// violation.
+    #[test]
+    fn the_hold_limit_counts_from_the_acquire_not_from_a_late_copy() {
+        let on_replica = |at_ms, change| {
+            move |mut history: History| {
+                let log = history.redis_truth.get_or_insert_with(Vec::new);
+                let key = log[0].key.clone();
+                log.push(OwnershipRecord {
+                    at_ms,
+                    server: "replica".to_owned(),
+                    key,
+                    change,
+                });
+                history
+            }
+        };
+        let limit = |b: crate::history::HistoryBuilder| {
+            let mut b = b.acquired("w0", "a", (0, 10), 1).set(10, "a");
+            for n in 1..10_u64 {
+                b = b.renewed("w0", "a", (n * 300, n * 300 + 10));
+            }
+            b
+        };
+        let owner = || "a".to_owned();
+        let history = limit(builder())
+            .expired(3_010, "a")
+            .released("w0", "a", (4_900, 4_910), false)
+            .report("w0", Some("j"), JobReport::OwnershipLost, 5_000)
+            .build();
+        let history = on_replica(850, OwnershipChange::Set { owner: owner() })(history);
+        let history = on_replica(3_010, OwnershipChange::Expired { owner: owner() })(history);
+        assert_eq!(
+            check(&history).status,
+            Status::Held,
+            "{}",
+            check(&history).explanation
+        );
+
+        let early = limit(builder())
+            .expired(2_000, "a")
+            .released("w0", "a", (4_900, 4_910), false)
+            .report("w0", Some("j"), JobReport::OwnershipLost, 5_000)
+            .build();
+        assert_eq!(check(&early).status, Status::Violated);
     }
 
     #[test]

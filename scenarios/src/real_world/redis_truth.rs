@@ -84,6 +84,7 @@ pub(super) fn ownership_log(
     }
     merged.sort();
     let mut skipped_types: Vec<String> = Vec::new();
+    let mut problems = Vec::new();
     for (unix_us, t, i) in merged {
         let at_ms = world_ms(unix_us, started_wall_us);
         let replay = &mut replays[t].1;
@@ -100,6 +101,15 @@ pub(super) fn ownership_log(
                         format!("{}: key {key:?} is a {kind}", server_name(tapes[t].node))
                     }));
                 }
+                Mark::Checked(snapshot) => {
+                    replay.finish(at_ms);
+                    let name = server_name(tapes[t].node);
+                    problems.extend(
+                        compare_end(name, replay, snapshot, lock_key_prefix)
+                            .into_iter()
+                            .map(|p| format!("at {at_ms} ms (a promotion): {p}")),
+                    );
+                }
             },
         }
     }
@@ -109,7 +119,6 @@ pub(super) fn ownership_log(
             skipped_types.join("; ")
         ));
     }
-    let mut problems = Vec::new();
     for (t, tape) in tapes.iter().enumerate() {
         let (node, replay) = &mut replays[t];
         let name = server_name(*node);
