@@ -18,7 +18,7 @@
 //! | drop replies | `timeout` toxic downstream, 0 ms: requests arrive and run, replies vanish |
 //! | restore replies | toxic removed, then the proxy bounced: a connection that lost a reply is out of step for good, so it is closed and clients reconnect |
 //! | latency | `latency` toxics on both streams (each way, as in the simulation) |
-//! | stop / restart Redis | the current primary's process or container stopped / started, empty |
+//! | stop / restart Redis | the current primary's process or container stopped / started, empty (the workers' proxies refuse connections while it starts, until its recorder is attached) |
 //! | cut / restore replication | the replication proxy disabled / enabled |
 //! | fail over | primary stopped, `REPLICAOF NO ONE` on the replica, every worker's Redis proxy re-pointed at it |
 //!
@@ -524,17 +524,35 @@ impl RealCluster {
             return Ok(());
         }
         let recorder = &self.recorders[primary.index()];
-        recorder.mark(Mark::Started);
-        state.servers.start_redis(primary).await?;
-        state.stopped[primary.index()] = false;
-        let addr = self.node_addr(primary)?;
-        if let Err(error) = recorder.attach(primary.name(), addr).await {
-            recorder.gap(format!(
-                "{}: not recorded after its restart ({error})",
-                primary.name()
-            ));
+        // No worker may run a command before the recorder is attached
+        // again, or the tape would miss it: their Redis proxies refuse
+        // connections while the server starts (the server is down until
+        // then anyway, so a worker sees the same refusal), and the ones a
+        // fault did not already take down come back once it records.
+        let mut held = Vec::with_capacity(self.workers);
+        for worker in 0..self.workers {
+            let name = proxy_name(worker, Path::Redis);
+            if self.toxiproxy.proxy(&name).await?.enabled {
+                self.toxiproxy.set_enabled(&name, false).await?;
+                held.push(name);
+            }
         }
-        Ok(())
+        recorder.mark(Mark::Started);
+        let started = state.servers.start_redis(primary).await;
+        if started.is_ok() {
+            state.stopped[primary.index()] = false;
+            let addr = self.node_addr(primary)?;
+            if let Err(error) = recorder.attach(primary.name(), addr).await {
+                recorder.gap(format!(
+                    "{}: not recorded after its restart ({error})",
+                    primary.name()
+                ));
+            }
+        }
+        for name in held {
+            self.toxiproxy.set_enabled(&name, true).await?;
+        }
+        started
     }
 
     /// Writes stop reaching the replica (its link's proxy goes down).

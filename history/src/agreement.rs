@@ -5,8 +5,9 @@
 //! Seeds do not pair across worlds (the real world does not replay a
 //! seed), so verdicts are compared per cell and property as classes: was
 //! the property ever violated, over the seeds each world ran? A property
-//! the real world cannot decide (it has no Redis ownership log) is shown
-//! as such rather than counted as agreement.
+//! the real world did not decide (its servers' recording had a gap) is
+//! shown as such, with the gap in the row's note, rather than counted as
+//! agreement.
 
 use serde::{Deserialize, Serialize};
 
@@ -96,13 +97,13 @@ pub fn compare(sim: &Sweep, real: &Sweep) -> Vec<Row> {
             let (Some(a), b) = (sim.cell(&s.name, &p.name), real.cell(&s.name, &p.name)) else {
                 continue;
             };
-            let note = b.and_then(|b| {
+            let mut note = b.and_then(|b| {
                 b.first_failure
                     .as_ref()
                     .and_then(|r| r.error.clone())
                     .map(|e| format!("real: {e}"))
             });
-            let properties = Property::ALL
+            let properties: Vec<(Property, Compared)> = Property::ALL
                 .iter()
                 .map(|&property| {
                     let compared = match b {
@@ -122,6 +123,9 @@ pub fn compare(sim: &Sweep, real: &Sweep) -> Vec<Row> {
                     (property, compared)
                 })
                 .collect();
+            if note.is_none() {
+                note = b.and_then(|b| undecided_because(b, &properties));
+            }
             rows.push(Row {
                 scenario: s.name.clone(),
                 protocol: p.name.clone(),
@@ -131,6 +135,21 @@ pub fn compare(sim: &Sweep, real: &Sweep) -> Vec<Row> {
         }
     }
     rows
+}
+
+/// Why the real world left a property of `cell` undecided, in the words of
+/// its kept runs' verdicts (a recording gap names itself there).
+fn undecided_because(cell: &Cell, properties: &[(Property, Compared)]) -> Option<String> {
+    let (property, _) = properties
+        .iter()
+        .find(|(_, c)| *c == Compared::RealUndecided)?;
+    let runs = [cell.first_failure.as_ref(), cell.first_run.as_ref()];
+    let verdict = runs
+        .into_iter()
+        .flatten()
+        .flat_map(|r| r.verdicts.iter())
+        .find(|v| v.property == *property && v.status == crate::verdict::Status::Undecided)?;
+    Some(format!("real, undecided: {}", verdict.explanation))
 }
 
 #[cfg(test)]
@@ -147,7 +166,7 @@ mod tests {
             .iter()
             .map(|&p| match status {
                 Status::Held => Verdict::held(p, "x"),
-                Status::Undecided => Verdict::undecided(p, "x"),
+                Status::Undecided => Verdict::undecided(p, "the recording had a gap (x)"),
                 _ => Verdict::not_exercised(p, "x"),
             })
             .collect();
@@ -208,5 +227,24 @@ mod tests {
             compared(Status::NotExercised, Status::Undecided),
             Compared::RealUndecided
         );
+    }
+
+    /// An `n/d` names why: the undecided verdict's own words, where a
+    /// recording gap names itself; a decided row has no note.
+    #[test]
+    fn an_undecided_real_cell_says_why_in_its_note() {
+        let rows = compare(
+            &sweep(WorldKind::Sim, Status::Held),
+            &sweep(WorldKind::Real, Status::Undecided),
+        );
+        assert_eq!(
+            rows[0].note.as_deref(),
+            Some("real, undecided: the recording had a gap (x)")
+        );
+        let rows = compare(
+            &sweep(WorldKind::Sim, Status::Held),
+            &sweep(WorldKind::Real, Status::Held),
+        );
+        assert_eq!(rows[0].note, None);
     }
 }

@@ -131,8 +131,8 @@ pub enum CellStatus {
     /// A promised catch did not happen within the seeds run.
     Missed,
     /// A promised catch cannot happen in this world: the property needs
-    /// ground truth the world lacks (real Redis has no ownership log), and
-    /// it was undecided on every seed.
+    /// ground truth the world could not provide (a real server's recording
+    /// had a gap), and it was undecided on every seed.
     Undecidable,
     /// Expected to pass, and failed: a defect in the protocol (or harness).
     Failed,

@@ -53,8 +53,9 @@ pub fn cell_meaning(status: CellStatus) -> &'static str {
         CellStatus::NotCaught => "nothing promised here, and nothing was violated",
         CellStatus::Missed => "a promised catch did NOT happen within the seeds run",
         CellStatus::Undecidable => {
-            "the promised property cannot be decided in this world: it needs the Redis \
-             server's ownership log, which real Redis does not keep"
+            "the promised property could not be decided in this world: it needs the Redis \
+             servers' ownership log, and the real servers' recording had a gap (each \
+             verdict names it)"
         }
         CellStatus::Failed => "this protocol must pass, and it violated a property",
     }

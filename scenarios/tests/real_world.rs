@@ -293,21 +293,33 @@ fn world_paths_faults_and_truth() {
 /// - `crash-mid-mutation` × `no-fence-check`: whether the write in flight
 ///   reached PostgreSQL before the crash is up to the kernel; when it did
 ///   not, nothing is applied twice. The simulation decides it by seed.
+/// - `lost-acquire-reply` × `no-ttl`: the scenario drops worker 0's replies
+///   once its first job has reported, 50 ms before its second acquire. On
+///   real servers installing the fault (the embedded proxy restarts) and
+///   the stage noticing the report took 78 ms in the run investigated, so
+///   the second acquire was answered before the replies vanished: no
+///   acquire ended unknown, no key was left without a TTL, nothing to
+///   catch. The simulation injects the fault in the same step. Arming a
+///   reply drop on a phase, as pauses are, would close it.
 /// - `hotspot-load` × `fixed-backoff`: the contention bounds are numbers
 ///   measured on the simulation's timing (a 10 ms tick); on loopback a hold
 ///   is a few milliseconds and a 10 ms retry loop costs far fewer attempts,
 ///   so the same bounds do not separate it there. Bounds for real servers
 ///   would be measured on the deployment's own network.
-const REAL_DIFFERENCES: [(&str, &str); 3] = [
+const REAL_DIFFERENCES: [(&str, &str); 4] = [
     ("stale-worker-pause", "app-side-fence-check"),
     ("crash-mid-mutation", "no-fence-check"),
+    ("lost-acquire-reply", "no-ttl"),
     ("hotspot-load", "fixed-backoff"),
 ];
 
+/// Most seeds a promised catch gets on real servers before it is missed.
+const REAL_SEEDS_PER_CATCH_MAX: u64 = 3;
+
 /// Every scenario of the catalog on real servers, unchanged: the reference
-/// passes each, and every promised catch whose property real Redis can
-/// decide happens, as in the simulation (one seed each: a run takes
-/// seconds).
+/// passes each with every property decided, and every promised catch
+/// happens, as in the simulation, within a few seeds (a run takes
+/// seconds), but for the differences listed above.
 #[test]
 fn every_scenario_on_real_servers() {
     for scenario in catalog::all() {
@@ -317,22 +329,37 @@ fn every_scenario_on_real_servers() {
     let decidable = redfence_scenarios::mutation::CATCHES
         .iter()
         .filter(|c| !REAL_DIFFERENCES.contains(&(c.scenario, c.mutant)));
+    // Every catch is run before any is judged, so one run shows them all.
+    // Real timing varies from run to run (where a pause armed on a phase
+    // lands among a release's round trips, say), so a catch may take a
+    // few seeds, as `redfence agree` counts "violated on some seed".
+    let mut missed = Vec::new();
     for catch in decidable {
         let mutant = protocols::by_name(catch.mutant).expect("a shipped mutant");
-        let record = run(catch.scenario, mutant, 0);
-        let violated = record
-            .verdicts
-            .iter()
-            .any(|v| v.property == catch.property && v.status == Status::Violated);
-        assert!(
-            violated,
-            "{} did not catch {} ({}) on real servers: {}",
-            catch.scenario,
-            catch.mutant,
-            catch.property.name(),
-            summary(&record)
-        );
+        let mut record = run(catch.scenario, mutant.clone(), 0);
+        let caught = |record: &RunRecord| {
+            record
+                .verdicts
+                .iter()
+                .any(|v| v.property == catch.property && v.status == Status::Violated)
+        };
+        for seed in 1..REAL_SEEDS_PER_CATCH_MAX {
+            if caught(&record) {
+                break;
+            }
+            record = run(catch.scenario, mutant.clone(), seed);
+        }
+        if !caught(&record) {
+            missed.push(format!(
+                "{} did not catch {} ({}) on real servers: {}",
+                catch.scenario,
+                catch.mutant,
+                catch.property.name(),
+                summary(&record)
+            ));
+        }
     }
+    assert!(missed.is_empty(), "{}", missed.join("\n\n"));
 }
 
 /// Runs `commands` (each a command and its arguments) on worker `worker`'s

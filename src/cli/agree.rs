@@ -128,6 +128,6 @@ fn print_rows(rows: &[Row]) {
     println!(
         "  ok both held   VV both violated   S! only the simulation violated   R! only the \
          real world violated   ne not violated, and not exercised in at least one world \
-         (nothing to judge)   n/d the real world cannot decide it (no Redis ownership log)"
+         (nothing to judge)   n/d the real world did not decide it (the row's note says why)"
     );
 }

@@ -349,7 +349,7 @@ pub fn print_sweep(result: &Sweep) {
         "\npass: no property violated   CAUGHT@n: the promised violation, first on the n-th seed\n\
          also@n: not promised, failed anyway   -: not promised, not caught\n\
          MISSED: a promised catch did not happen   FAIL: the reference failed\n\
-         n/d: the promised property cannot be decided in this world (no Redis ownership log)"
+         n/d: the promised property was not decided (the servers' recording had a gap; each verdict names it)"
     );
     // A property no scenario gave anything to judge was not tested: say so,
     // rather than let "pass" read as "held".

@@ -38,7 +38,7 @@
 //!
 //! At the whole-worker level the release is one of the lock's own
 //! commands, so a lease's end comes from the server's log; without the log
-//! (real servers today) the verdict is undecided there. At the step level
+//! (a real server's recording with a gap) the verdict is undecided there. At the step level
 //! the client's own ops decide it.
 //!
 //! Real bugs it catches: `SET` without `NX` (or a misread "nil" reply taken

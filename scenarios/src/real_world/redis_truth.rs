@@ -13,6 +13,15 @@
 //! hold, or a replayed keyspace that disagrees with the server's own at the
 //! end makes the log `None`, and the gap, in words, becomes the reason
 //! every verdict that needed the log gives for being undecided.
+//!
+//! One disagreement is expected and handled: a replica's full
+//! resynchronisation (after its primary restarted empty, or after a long
+//! cut) loads a snapshot that no monitor shows. Until its promotion no
+//! client uses a replica, so its copy decides nothing a client could see:
+//! at a promotion a copy that differs from what the replica holds is
+//! replaced by it (its records so far dropped, its holders starting at the
+//! promotion), and a never-promoted replica whose copy differs at the end
+//! is left out of the log.
 
 use redfence_chaos::monitor::{Mark, Snapshot, TapeEntry};
 use redfence_chaos::{NodeTape, RedisNode};
@@ -61,18 +70,10 @@ pub(super) fn ownership_log(
             gaps.join("; ")
         ));
     }
-    let log = OwnershipLog::new();
-    let mut replays: Vec<(RedisNode, Replay)> = tapes
+    let unix_base_ms = started_wall_us.div_euclid(1_000);
+    let mut nodes: Vec<Node> = tapes
         .iter()
-        .map(|t| {
-            let replay = Replay::new(
-                server_name(t.node),
-                lock_key_prefix,
-                log.clone(),
-                started_wall_us.div_euclid(1_000),
-            );
-            (t.node, replay)
-        })
+        .map(|t| Node::new(t.node, lock_key_prefix, unix_base_ms))
         .collect();
     // One time order over both tapes; a node's own entries keep their
     // order (each tape is sorted stably, and ties go to the earlier tape).
@@ -85,33 +86,38 @@ pub(super) fn ownership_log(
     merged.sort();
     let mut skipped_types: Vec<String> = Vec::new();
     let mut problems = Vec::new();
-    for (unix_us, t, i) in merged {
+    for (step, &(unix_us, t, i)) in merged.iter().enumerate() {
         let at_ms = world_ms(unix_us, started_wall_us);
-        let replay = &mut replays[t].1;
+        let node = &mut nodes[t];
         match &tapes[t].tape.entries[i] {
             TapeEntry::Command(command) => {
-                replay.apply(at_ms, command.db, &command.client, &command.args);
+                node.replay
+                    .apply(at_ms, command.db, &command.client, &command.args);
             }
             TapeEntry::Mark { mark, .. } => match mark {
-                Mark::Stopped => replay.stop(at_ms),
-                Mark::Started => replay.start(at_ms),
+                Mark::Stopped => node.replay.stop(at_ms),
+                Mark::Started => node.replay.start(at_ms),
                 Mark::Loaded(snapshot) => {
-                    load(replay, at_ms, snapshot);
+                    load(&mut node.replay, at_ms, snapshot);
                     skipped_types.extend(snapshot.skipped.iter().map(|(key, kind)| {
-                        format!("{}: key {key:?} is a {kind}", server_name(tapes[t].node))
+                        format!("{}: key {key:?} is a {kind}", server_name(node.node))
                     }));
                 }
                 Mark::Checked(snapshot) => {
-                    replay.finish(at_ms);
-                    let name = server_name(tapes[t].node);
-                    problems.extend(
-                        compare_end(name, replay, snapshot, lock_key_prefix)
-                            .into_iter()
-                            .map(|p| format!("at {at_ms} ms (a promotion): {p}")),
-                    );
+                    node.replay.finish(at_ms);
+                    let name = server_name(node.node);
+                    let differs = compare_end(name, &node.replay, snapshot, lock_key_prefix);
+                    if !differs.is_empty() {
+                        // Nothing of this copy was ever seen by a client
+                        // (a replica until its promotion): it is replaced
+                        // by what the server holds, from now on.
+                        node.resync(at_ms, snapshot, lock_key_prefix, unix_base_ms);
+                    }
+                    node.served = true;
                 }
             },
         }
+        node.tag(step);
     }
     if !skipped_types.is_empty() {
         return Err(format!(
@@ -119,10 +125,11 @@ pub(super) fn ownership_log(
             skipped_types.join("; ")
         ));
     }
+    let end_step = merged.len();
     for (t, tape) in tapes.iter().enumerate() {
-        let (node, replay) = &mut replays[t];
-        let name = server_name(*node);
-        let unknown = replay.unknown_commands();
+        let node = &mut nodes[t];
+        let name = server_name(node.node);
+        let unknown = node.replay.unknown_commands();
         if !unknown.is_empty() {
             let list: Vec<String> = unknown
                 .iter()
@@ -134,8 +141,21 @@ pub(super) fn ownership_log(
             ));
         }
         if let Some((at_us, end)) = &tape.end {
-            replay.finish(world_ms(*at_us, started_wall_us));
-            problems.extend(compare_end(name, replay, end, lock_key_prefix));
+            node.replay.finish(world_ms(*at_us, started_wall_us));
+            node.tag(end_step);
+            let differs = compare_end(name, &node.replay, end, lock_key_prefix);
+            if differs.is_empty() {
+                continue;
+            }
+            if node.node == RedisNode::Replica && !node.served {
+                // A replica no client ever used: a full resync (after its
+                // primary restarted empty, say) replaced its copy without
+                // a trace on its tape. Its copy had no say in any verdict
+                // a client could observe; it is left out of the log.
+                node.records.clear();
+                continue;
+            }
+            problems.extend(differs);
         }
     }
     if !problems.is_empty() {
@@ -144,7 +164,59 @@ pub(super) fn ownership_log(
             problems.join("; ")
         ));
     }
-    Ok(log.events())
+    // Back into the one order the nodes' records were made in.
+    let mut tagged: Vec<(usize, usize, usize, OwnershipRecord)> = Vec::new();
+    for (t, node) in nodes.into_iter().enumerate() {
+        for (n, (step, record)) in node.records.into_iter().enumerate() {
+            tagged.push((step, t, n, record));
+        }
+    }
+    tagged.sort_by_key(|(step, t, n, _)| (*step, *t, *n));
+    Ok(tagged.into_iter().map(|(_, _, _, record)| record).collect())
+}
+
+/// One node's replay and the records it made, each tagged with the step
+/// (of the merged tapes) that made it.
+struct Node {
+    node: RedisNode,
+    replay: Replay,
+    log: OwnershipLog,
+    records: Vec<(usize, OwnershipRecord)>,
+    /// Clients used this node (a primary from the start; a replica from its
+    /// promotion).
+    served: bool,
+}
+
+impl Node {
+    fn new(node: RedisNode, prefix: &str, unix_base_ms: i64) -> Self {
+        let log = OwnershipLog::new();
+        Self {
+            node,
+            replay: Replay::new(server_name(node), prefix, log.clone(), unix_base_ms),
+            log,
+            records: Vec::new(),
+            served: node == RedisNode::Primary,
+        }
+    }
+
+    /// Takes the records made since the last call, as made at `step`.
+    fn tag(&mut self, step: usize) {
+        let events = self.log.events();
+        let seen = self.records.len();
+        self.records
+            .extend(events.into_iter().skip(seen).map(|record| (step, record)));
+    }
+
+    /// Replaces the copy with `snapshot` at `at_ms`: its records so far are
+    /// dropped, and the holders it has now start at `at_ms`.
+    fn resync(&mut self, at_ms: u64, snapshot: &Snapshot, prefix: &str, unix_base_ms: i64) {
+        let log = OwnershipLog::new();
+        let mut replay = Replay::new(server_name(self.node), prefix, log.clone(), unix_base_ms);
+        load(&mut replay, at_ms, snapshot);
+        self.replay = replay;
+        self.log = log;
+        self.records.clear();
+    }
 }
 
 /// Re-creates a snapshot's keys in `replay` at `at_ms`.
