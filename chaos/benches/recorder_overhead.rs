@@ -62,7 +62,11 @@ fn main() {
         let mut cycle: Vec<f64> = Vec::new();
         for round in 0..rounds {
             // Alternate which goes first, so drift within a round cancels.
-            let order = if round % 2 == 0 { [false, true] } else { [true, false] };
+            let order = if round % 2 == 0 {
+                [false, true]
+            } else {
+                [true, false]
+            };
             let mut results = [None, None];
             for with in order {
                 results[usize::from(with)] = Some(measure(&url, &addr, with, window).await);
@@ -123,14 +127,20 @@ struct Measured {
 async fn measure(url: &str, addr: &str, with: bool, window: Duration) -> Measured {
     let recorder = Recorder::new();
     if with {
-        recorder.attach("bench", addr).await.expect("attach MONITOR");
+        recorder
+            .attach("bench", addr)
+            .await
+            .expect("attach MONITOR");
     }
     let conn = redis::Client::open(url)
         .expect("url")
         .get_multiplexed_async_connection()
         .await
         .expect("connect");
-    let config = LockConfig::builder().lease_ms(30_000).build().expect("config");
+    let config = LockConfig::builder()
+        .lease_ms(30_000)
+        .build()
+        .expect("config");
     let lock = LockClient::new(conn, config).expect("client");
     let resource = ResourceName::new(format!("bench-{}", uuid::Uuid::new_v4())).expect("name");
     // Warm-up: script loading, allocator.

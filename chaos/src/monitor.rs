@@ -221,7 +221,12 @@ impl Recorder {
 
     /// Appends a mark at this moment.
     pub fn mark(&self, mark: Mark) {
-        let unix_us = unix_us_now();
+        self.mark_at(unix_us_now(), mark);
+    }
+
+    /// Appends a mark for the moment `unix_us` (a snapshot's is the moment
+    /// its reads began, so it sorts before them).
+    pub fn mark_at(&self, unix_us: i64, mark: Mark) {
         self.lock().entries.push(TapeEntry::Mark { unix_us, mark });
     }
 

@@ -267,8 +267,9 @@ impl RealCluster {
         for node in [RedisNode::Primary, RedisNode::Replica] {
             if let Some(addr) = &redis_addrs[node.index()] {
                 recorders[node.index()].attach(node.name(), addr).await?;
+                let at_us = monitor::unix_us_now();
                 let snap = read_snapshot(addr, node).await?;
-                recorders[node.index()].mark(Mark::Loaded(snap));
+                recorders[node.index()].mark_at(at_us, Mark::Loaded(snap));
             }
         }
 
@@ -655,8 +656,9 @@ impl RealCluster {
         // What the promoted replica holds, read before any worker can
         // reach it (their proxies still point at the old primary): its
         // replayed tape must agree (a full resync is invisible to MONITOR).
+        let at_us = monitor::unix_us_now();
         let snap = read_snapshot(&replica, RedisNode::Replica).await?;
-        self.recorders[RedisNode::Replica.index()].mark(Mark::Checked(snap));
+        self.recorders[RedisNode::Replica.index()].mark_at(at_us, Mark::Checked(snap));
         self.replica_serves.store(true, Ordering::SeqCst);
         for worker in 0..self.workers {
             self.toxiproxy

@@ -33,10 +33,24 @@ fn commands(tape: &NodeTape) -> Vec<String> {
             TapeEntry::Mark { .. } => None,
         })
         .filter(|line| {
-            let name = line.split(' ').nth(1).unwrap_or_default().to_ascii_uppercase();
+            let name = line
+                .split(' ')
+                .nth(1)
+                .unwrap_or_default()
+                .to_ascii_uppercase();
             !matches!(
                 name.as_str(),
-                "SCAN" | "TYPE" | "PTTL" | "ECHO" | "INFO" | "PING" | "REPLCONF" | "CLIENT"
+                "SCAN"
+                    | "TYPE"
+                    | "PTTL"
+                    | "GET"
+                    | "LRANGE"
+                    | "HGETALL"
+                    | "ECHO"
+                    | "INFO"
+                    | "PING"
+                    | "REPLCONF"
+                    | "CLIENT"
             )
         })
         .collect()
@@ -132,7 +146,9 @@ async fn a_recording_that_lost_its_connection_names_the_gap() {
         .and_then(|l| l.split(' ').find_map(|f| f.strip_prefix("id=")))
         .unwrap_or_else(|| panic!("a monitor client: {clients}"))
         .to_owned();
-    call(&primary, &format!("CLIENT KILL ID {id}")).await.unwrap();
+    call(&primary, &format!("CLIENT KILL ID {id}"))
+        .await
+        .unwrap();
     call(&primary, "SET lock:{r} unseen").await.unwrap();
     let tapes = cluster.redis_tapes().await;
     let tape = tapes.iter().find(|t| t.node == RedisNode::Primary).unwrap();
