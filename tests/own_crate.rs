@@ -7,8 +7,12 @@
 //! The crate is written to a temporary folder (removed afterwards, also when
 //! the test fails) and built with its own target directory below this
 //! repository's `target/`, so it never waits on the lock of the build that
-//! runs this test; its `Cargo.lock` is this workspace's, so it builds
-//! offline with the versions CI already has.
+//! runs this test; its `Cargo.lock` is this workspace's, so it builds with
+//! the versions CI already has. One crate is fetched: this workspace patches
+//! turmoil (`vendor/turmoil`, same behaviour) and a `[patch]` does not reach
+//! a dependent crate, which gets turmoil 0.7.2 from crates.io as a team's
+//! would — so the build is not `--offline` (on a fresh machine the
+//! registry's copy was never downloaded).
 
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -121,14 +125,7 @@ fn a_crate_outside_the_workspace_verifies_its_own_lock() {
     // cargo runs would fill and stall it.
     let log = |name: &str| std::fs::File::create(dir.join(name)).expect("log file");
     let child = Command::new(cargo)
-        .args([
-            "test",
-            "--offline",
-            "--test",
-            "verify",
-            "--",
-            "--test-threads=1",
-        ])
+        .args(["test", "--test", "verify", "--", "--test-threads=1"])
         .current_dir(dir)
         .env("CARGO_TARGET_DIR", repo.join("target/own-crate"))
         // The flag must come from the team's .cargo/config.toml, not from us.
