@@ -319,7 +319,12 @@ fn kill_runs(provider: &str, kill_window_ms: (u64, u64)) {
         );
         if signal != libc::SIGKILL {
             // A stop cleans up itself; SIGKILL leaves the rest to the next run.
-            assert!(run_folders(&tmp).is_empty(), "{:?}", run_folders(&tmp));
+            let left = run_folders(&tmp);
+            assert!(
+                left.is_empty(),
+                "{provider} #{attempt}: run folders left: {left:?}; the run said:\n{}",
+                std::fs::read_to_string(dir.join(format!("{name}.log"))).unwrap_or_default()
+            );
             assert!(containers_labelled("redfence.creator", &creator).is_empty());
         }
         assert_no_partial_outputs(&dir, &name);

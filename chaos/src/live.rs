@@ -123,8 +123,14 @@ pub(crate) fn create_folder(path: &std::path::Path) -> Result<()> {
     Ok(())
 }
 
-/// Takes a folder back: its owner deletes it now.
-pub(crate) fn unregister_folder(path: &std::path::Path) {
+/// Deletes a registered folder, then takes it back. In this order: a
+/// signal's teardown exits the process when it is done, and a folder taken
+/// back before its delete finished was left half-deleted by that exit (a
+/// database's data folder takes a while; seen in CI as a run folder left by a
+/// SIGINT). While the delete runs, a teardown may delete it too: both end
+/// when it is gone.
+pub(crate) fn delete_folder(path: &std::path::Path) {
+    let _ = std::fs::remove_dir_all(path);
     registry().folders.retain(|p| p != path);
 }
 

@@ -265,8 +265,7 @@ impl LocalServers {
         ) {
             (Ok(primary), Ok(replica)) => [primary, replica],
             (Err(e), _) | (_, Err(e)) => {
-                live::unregister_folder(&root);
-                let _ = std::fs::remove_dir_all(&root);
+                live::delete_folder(&root);
                 return Err(e);
             }
         };
@@ -553,7 +552,6 @@ impl Drop for LocalServers {
         if let Some(child) = self.pg_child.take() {
             stop_blocking(child, libc::SIGINT);
         }
-        live::unregister_folder(&self.root);
-        let _ = std::fs::remove_dir_all(&self.root);
+        live::delete_folder(&self.root);
     }
 }
