@@ -27,6 +27,8 @@ pub const ENV_TOXIPROXY_ADDR: &str = "REDFENCE_TOXIPROXY_ADDR";
 pub const ENV_REDIS_SERVER_BIN: &str = "REDFENCE_REDIS_SERVER_BIN";
 /// The folder holding `initdb` and `postgres` for the local provider.
 pub const ENV_PG_BIN_DIR: &str = "REDFENCE_PG_BIN_DIR";
+/// `scripted` (default) or `sentinel`: who decides a failover.
+pub const ENV_FAILOVER: &str = "REDFENCE_FAILOVER";
 /// External provider: the Redis primary.
 pub const ENV_EXTERNAL_PRIMARY: &str = "REDFENCE_CHAOS_REDIS_PRIMARY_URL";
 /// External provider: the Redis replica (optional; without it there is no
@@ -66,6 +68,38 @@ impl ProviderKind {
             Self::Containers => "containers",
             Self::Local => "local",
             Self::External => "external",
+        }
+    }
+}
+
+/// Who decides a failover.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum FailoverKind {
+    /// The harness stops the primary and promotes the replica
+    /// (`REPLICAOF NO ONE`) at the scenario's moment: fast, the default.
+    #[default]
+    Scripted,
+    /// Three Redis Sentinels watch the primary; the harness only stops it,
+    /// and Sentinel decides when to promote and which replica (see
+    /// `sentinel.rs`). Workers find the master through Sentinel.
+    Sentinel,
+}
+
+impl FailoverKind {
+    /// The name used in `REDFENCE_FAILOVER`, messages and reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Scripted => "scripted",
+            Self::Sentinel => "sentinel",
+        }
+    }
+
+    /// Parses a name as [`Self::name`] spells it.
+    pub fn parse(name: &str) -> Option<Self> {
+        match name {
+            "scripted" => Some(Self::Scripted),
+            "sentinel" => Some(Self::Sentinel),
+            _ => None,
         }
     }
 }
@@ -157,6 +191,8 @@ pub struct ChaosConfig {
     pub local: LocalBinaries,
     /// URLs for the external provider (required when it is chosen).
     pub external: Option<ExternalUrls>,
+    /// Who decides a failover.
+    pub failover: FailoverKind,
 }
 
 impl Default for ChaosConfig {
@@ -167,6 +203,7 @@ impl Default for ChaosConfig {
             toxiproxy: ToxiproxyChoice::Embedded,
             local: LocalBinaries::default(),
             external: None,
+            failover: FailoverKind::Scripted,
         }
     }
 }
@@ -202,6 +239,7 @@ impl ChaosConfig {
                 })
             }
         };
+        let failover = failover_from(env_nonempty(ENV_FAILOVER), provider)?;
         let external = if provider == Some(ProviderKind::External) {
             Some(ExternalUrls {
                 redis_primary: env_nonempty(ENV_EXTERNAL_PRIMARY)
@@ -222,6 +260,7 @@ impl ChaosConfig {
                 pg_bin_dir: env_nonempty(ENV_PG_BIN_DIR).map(PathBuf::from),
             },
             external,
+            failover,
         })
     }
 
@@ -240,6 +279,47 @@ impl ChaosConfig {
             images: Images::local(),
             ..Self::default()
         }
+    }
+}
+
+/// `REDFENCE_FAILOVER`'s value, checked against the provider: the
+/// external provider's Sentinel (if any) is not ours to start.
+fn failover_from(value: Option<String>, provider: Option<ProviderKind>) -> Result<FailoverKind> {
+    let failover = match value {
+        None => FailoverKind::Scripted,
+        Some(name) => FailoverKind::parse(&name).ok_or(ChaosError::BadConfig {
+            var: ENV_FAILOVER,
+            value: name,
+            expected: "scripted or sentinel",
+        })?,
+    };
+    if failover == FailoverKind::Sentinel && provider == Some(ProviderKind::External) {
+        return Err(ChaosError::BadConfig {
+            var: ENV_FAILOVER,
+            value: "sentinel".to_owned(),
+            expected: "scripted with REDFENCE_PROVIDER=external (its Sentinel is not ours)",
+        });
+    }
+    Ok(failover)
+}
+
+#[cfg(test)]
+mod failover_tests {
+    use super::*;
+
+    #[test]
+    fn the_failover_setting_is_checked_before_anything_starts() {
+        assert_eq!(failover_from(None, None).unwrap(), FailoverKind::Scripted);
+        assert_eq!(
+            failover_from(Some("sentinel".into()), Some(ProviderKind::Local)).unwrap(),
+            FailoverKind::Sentinel
+        );
+        let typo = failover_from(Some("sentinels".into()), None).unwrap_err();
+        assert!(typo.to_string().contains("REDFENCE_FAILOVER"), "{typo}");
+        assert!(typo.to_string().contains("scripted or sentinel"), "{typo}");
+        let external =
+            failover_from(Some("sentinel".into()), Some(ProviderKind::External)).unwrap_err();
+        assert!(external.to_string().contains("not ours"), "{external}");
     }
 }
 

@@ -10,6 +10,8 @@
 //! - [`monitor`]: the `MONITOR` tape of each Redis node, the raw material of
 //!   the real world's Redis-side truth.
 //! - [`topology`]: [`RealCluster`], the operations a real `World` calls.
+//! - [`sentinel`]: Redis Sentinel deciding the failover, and the address
+//!   map that keeps a worker on its proxies.
 //! - [`reaper`]: removing what a killed run left behind (containers, local
 //!   servers and their folders).
 //! - [`spawn`]: starting local servers that die with this process.
@@ -28,12 +30,13 @@ pub mod ports;
 pub mod probe;
 pub mod provider;
 pub mod reaper;
+pub mod sentinel;
 pub mod spawn;
 pub mod topology;
 pub mod toxiproxy;
 pub mod wait;
 
-pub use config::{ChaosConfig, Images, ProviderKind, ToxiproxyChoice};
+pub use config::{ChaosConfig, FailoverKind, Images, ProviderKind, ToxiproxyChoice};
 pub use error::{ChaosError, Result};
 pub use provider::{last_started, RedisNode, ServerInfo, Servers};
-pub use topology::{NodeTape, Path, PrimaryWatch, RealCluster};
+pub use topology::{replica_proxy_name, NodeTape, Path, PrimaryWatch, RealCluster};

@@ -219,6 +219,36 @@ impl Recorder {
             .store(true, std::sync::atomic::Ordering::SeqCst);
     }
 
+    /// Whether the monitor connection is still being read.
+    pub fn is_reading(&self) -> bool {
+        self.reader
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+            .is_some_and(|task| !task.is_finished())
+    }
+
+    /// Waits (at most `timeout_ms`) for the monitor connection to end — a
+    /// close the cluster announced with [`Self::expect_close`]; whether it
+    /// ended.
+    pub async fn until_closed(&self, timeout_ms: u64) -> bool {
+        const POLL_MS: u64 = 10;
+        for _ in 0..timeout_ms / POLL_MS + 1 {
+            if !self.is_reading() {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(POLL_MS)).await;
+        }
+        !self.is_reading()
+    }
+
+    /// The close announced with [`Self::expect_close`] did not come: an end
+    /// of the connection is a gap again.
+    pub fn expect_open(&self) {
+        self.closing
+            .store(false, std::sync::atomic::Ordering::SeqCst);
+    }
+
     /// Appends a mark at this moment.
     pub fn mark(&self, mark: Mark) {
         self.mark_at(unix_us_now(), mark);

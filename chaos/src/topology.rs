@@ -20,7 +20,19 @@
 //! | latency | `latency` toxics on both streams (each way, as in the simulation) |
 //! | stop / restart Redis | the current primary's process or container stopped / started, empty (the workers' proxies refuse connections while it starts, until its recorder is attached) |
 //! | cut / restore replication | the replication proxy disabled / enabled |
-//! | fail over | primary stopped, `REPLICAOF NO ONE` on the replica, every worker's Redis proxy re-pointed at it |
+//! | fail over (scripted, the default) | primary stopped, `REPLICAOF NO ONE` on the replica, every worker's Redis proxy re-pointed at it |
+//! | fail over (`REDFENCE_FAILOVER=sentinel`) | primary stopped; three Sentinels mark it down and promote the replica; each worker finds the new master through Sentinel and reaches it through its own proxy for that node (see below) |
+//!
+//! With Sentinel, each worker has a second Redis proxy, `w{i}-redis-replica`,
+//! to the replica, held down until Sentinel has promoted it (no worker may
+//! write to a replica, and none can before the recorder is attached again:
+//! Sentinel's promotion closes every normal client, the monitor among
+//! them). A worker asks Sentinel for the master whenever it connects and
+//! dials that worker's proxy for the address Sentinel named
+//! ([`crate::sentinel::AddressMap`]), so a fault on the worker's Redis path
+//! reaches it before and after the failover. Faults on the Redis path act
+//! on the proxy that leads to the current master; latency and dropped
+//! replies are set on both.
 //!
 //! All operations take `&self` (state changes sit behind locks), so a world
 //! can share one [`RealCluster`] between its driver and its workers.
@@ -33,11 +45,12 @@ use std::time::Duration;
 use redfence_core::PgFencedStore;
 use tokio::sync::Mutex;
 
-use crate::config::{ChaosConfig, ProviderKind, ToxiproxyChoice};
+use crate::config::{ChaosConfig, FailoverKind, ProviderKind, ToxiproxyChoice};
 use crate::error::{ChaosError, Result};
 use crate::faults::{Stream, ToxicSpec, Toxiproxy};
 use crate::monitor::{self, Mark, Recorder, Snapshot, Tape};
 use crate::provider::{RedisNode, Servers};
+use crate::sentinel::{self, AddressMap, Announcements, FailoverStory};
 use crate::toxiproxy::EmbeddedToxiproxy;
 use crate::wait::{until_ready, Probe};
 
@@ -78,6 +91,31 @@ pub fn proxy_name(worker: usize, path: Path) -> String {
 
 /// The replication link's proxy.
 pub const REPLICATION_PROXY: &str = "replication";
+
+/// With Sentinel: the name of a worker's proxy to the replica
+/// (`w0-redis-replica`).
+pub fn replica_proxy_name(worker: usize) -> String {
+    format!("{}-replica", proxy_name(worker, Path::Redis))
+}
+
+/// Longest a Sentinel failover waits for the monitor connection Sentinel's
+/// promotion closes.
+const MONITOR_CLOSE_WAIT_MS: u64 = 3_000;
+
+/// Sentinel's part of a topology.
+struct SentinelSide {
+    /// The sentinels' addresses.
+    addrs: Vec<String>,
+    /// What they announced.
+    announcements: Announcements,
+    /// Each worker's proxy to the replica (listen address).
+    replica_listens: Vec<String>,
+    /// Each worker's Redis path is partitioned now (the replica proxy stays
+    /// down at the promotion).
+    partitioned: Vec<AtomicBool>,
+    /// The failover, once Sentinel has done it.
+    story: std::sync::Mutex<Option<FailoverStory>>,
+}
 
 /// Mutable state: the servers (stop/start) and which node is primary.
 struct State {
@@ -120,6 +158,8 @@ pub struct RealCluster {
     /// One `MONITOR` recorder per node (indexed by [`RedisNode::index`]):
     /// the Redis-side truth (`monitor.rs`).
     recorders: [Recorder; 2],
+    /// Sentinel, when it decides failovers.
+    sentinel: Option<SentinelSide>,
 }
 
 /// Where the workers' Redis traffic goes *now*, readable from anywhere
@@ -291,7 +331,7 @@ impl RealCluster {
             .iter()
             .map(|[_, postgres]| servers.postgres_url_via(postgres))
             .collect();
-        let cluster = Self {
+        let mut cluster = Self {
             state: Mutex::new(State {
                 servers,
                 primary: RedisNode::Primary,
@@ -308,6 +348,7 @@ impl RealCluster {
             worker_postgres_urls,
             replica_serves: Arc::new(AtomicBool::new(false)),
             recorders,
+            sentinel: None,
         };
         if let Some(replica) = &cluster.redis_addrs[1] {
             let link = cluster
@@ -331,7 +372,119 @@ impl RealCluster {
         if cluster.redis_addrs[1].is_some() {
             cluster.wait_for_replication(REPLICATION_TIMEOUT_MS).await?;
         }
+        if config.failover == FailoverKind::Sentinel {
+            let side = cluster.start_sentinel(config, &primary).await?;
+            cluster.sentinel = Some(side);
+        }
         Ok(cluster)
+    }
+
+    /// Starts the sentinels once replication runs (so they find the replica
+    /// at once), the workers' replica proxies (down), and waits until every
+    /// sentinel knows its peers and the replica: before that a failover
+    /// could not reach a quorum.
+    async fn start_sentinel(&mut self, config: &ChaosConfig, primary: &str) -> Result<SentinelSide> {
+        let replica = self.node_addr(RedisNode::Replica)?.to_owned();
+        let addrs = self
+            .state
+            .get_mut()
+            .servers
+            .start_sentinels(config, primary)
+            .await?;
+        let mut replica_listens = Vec::with_capacity(self.workers);
+        for worker in 0..self.workers {
+            let name = replica_proxy_name(worker);
+            let proxy = self
+                .toxiproxy
+                .create_proxy(&name, "127.0.0.1:0", &replica)
+                .await?;
+            self.toxiproxy.set_enabled(&name, false).await?;
+            replica_listens.push(proxy.listen);
+        }
+        for addr in &addrs {
+            let addr = addr.clone();
+            until_ready("redis-sentinel discovery", sentinel::DISCOVERY_TIMEOUT_MS, || {
+                let addr = addr.clone();
+                async move {
+                    match sentinel::known_peers(&addr).await {
+                        Ok((peers, replicas))
+                            if peers + 1 >= sentinel::SENTINELS && replicas >= 1 =>
+                        {
+                            Ok(())
+                        }
+                        Ok((peers, replicas)) => Err(Probe::NotYet(format!(
+                            "{addr} knows {peers} other sentinel(s) and {replicas} replica(s)"
+                        ))),
+                        Err(e) => Err(Probe::NotYet(e.to_string())),
+                    }
+                }
+            })
+            .await?;
+        }
+        let announcements = Announcements::subscribe(&addrs).await?;
+        Ok(SentinelSide {
+            addrs,
+            announcements,
+            replica_listens,
+            partitioned: (0..self.workers).map(|_| AtomicBool::new(false)).collect(),
+            story: std::sync::Mutex::new(None),
+        })
+    }
+
+    /// Who decides a failover in this topology.
+    pub fn failover_kind(&self) -> FailoverKind {
+        if self.sentinel.is_some() {
+            FailoverKind::Sentinel
+        } else {
+            FailoverKind::Scripted
+        }
+    }
+
+    /// With Sentinel: how worker `worker` finds the master and reaches it
+    /// through its own proxies; `None` with the scripted failover (the
+    /// worker's one proxy follows the failover).
+    pub fn worker_address_map(&self, worker: usize) -> Option<AddressMap> {
+        let side = self.sentinel.as_ref()?;
+        let listens = self.listens.get(worker)?;
+        let mut routes = Vec::with_capacity(2);
+        if let Some(primary) = &self.redis_addrs[0] {
+            routes.push((primary.clone(), listens[0].clone()));
+        }
+        if let (Some(replica), Some(listen)) = (&self.redis_addrs[1], side.replica_listens.get(worker)) {
+            routes.push((replica.clone(), listen.clone()));
+        }
+        Some(AddressMap {
+            sentinels: side.addrs.clone(),
+            routes,
+        })
+    }
+
+    /// With Sentinel, once it has failed over: what it did, in words, times
+    /// in ms from `zero_us` (Unix µs).
+    pub fn sentinel_failover(&self, zero_us: i64) -> Option<String> {
+        let side = self.sentinel.as_ref()?;
+        let story = side.story.lock().unwrap_or_else(|e| e.into_inner()).clone()?;
+        Some(story.describe(zero_us, RedisNode::Replica.name()))
+    }
+
+    /// With Sentinel, once it has failed over: its steps as timed events
+    /// (ms from `zero_us`, Unix µs); empty otherwise.
+    pub fn sentinel_events(&self, zero_us: i64) -> Vec<(u64, String)> {
+        let Some(side) = self.sentinel.as_ref() else {
+            return Vec::new();
+        };
+        let story = side.story.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        story
+            .map(|story| story.events(zero_us, RedisNode::Replica.name()))
+            .unwrap_or_default()
+    }
+
+    /// The sentinels' addresses (empty with the scripted failover).
+    pub fn sentinel_addrs(&self) -> Vec<String> {
+        self.sentinel
+            .as_ref()
+            .map(|side| side.addrs.clone())
+            .unwrap_or_default()
     }
 
     /// Which provider runs the servers.
@@ -429,16 +582,43 @@ impl RealCluster {
     /// Cuts worker `worker` off from `path`: its proxy goes down (live
     /// connections closed, new ones refused).
     pub async fn partition(&self, worker: usize, path: Path) -> Result<()> {
-        self.toxiproxy
-            .set_enabled(&self.proxy(worker, path)?, false)
-            .await
+        let proxy = self.serving_proxy(worker, path)?;
+        if let (Some(side), Path::Redis) = (&self.sentinel, path) {
+            side.partitioned[worker].store(true, Ordering::SeqCst);
+        }
+        self.toxiproxy.set_enabled(&proxy, false).await
     }
 
     /// Ends a partition.
     pub async fn heal(&self, worker: usize, path: Path) -> Result<()> {
-        self.toxiproxy
-            .set_enabled(&self.proxy(worker, path)?, true)
-            .await
+        let proxy = self.serving_proxy(worker, path)?;
+        if let (Some(side), Path::Redis) = (&self.sentinel, path) {
+            side.partitioned[worker].store(false, Ordering::SeqCst);
+        }
+        self.toxiproxy.set_enabled(&proxy, true).await
+    }
+
+    /// The proxy that carries worker `worker`'s traffic on `path` now: with
+    /// Sentinel, after the failover, its proxy to the promoted replica.
+    fn serving_proxy(&self, worker: usize, path: Path) -> Result<String> {
+        let proxy = self.proxy(worker, path)?;
+        if path == Path::Redis
+            && self.sentinel.is_some()
+            && self.replica_serves.load(Ordering::SeqCst)
+        {
+            return Ok(replica_proxy_name(worker));
+        }
+        Ok(proxy)
+    }
+
+    /// Every proxy of worker `worker` on `path` (with Sentinel, two on the
+    /// Redis path).
+    fn all_proxies(&self, worker: usize, path: Path) -> Result<Vec<String>> {
+        let proxy = self.proxy(worker, path)?;
+        if path == Path::Redis && self.sentinel.is_some() {
+            return Ok(vec![proxy, replica_proxy_name(worker)]);
+        }
+        Ok(vec![proxy])
     }
 
     /// Requests from worker `worker` on `path` arrive and run; the replies
@@ -455,23 +635,26 @@ impl RealCluster {
             stream: Stream::Downstream,
             timeout_ms: 0,
         };
-        self.toxiproxy
-            .add_toxic(&self.proxy(worker, path)?, toxic)
-            .await
+        for proxy in self.all_proxies(worker, path)? {
+            self.toxiproxy.add_toxic(&proxy, toxic.clone()).await?;
+        }
+        Ok(())
     }
 
     /// Replies flow again. Connections that lost a reply are closed (a
     /// RESP or Postgres connection that lost a reply is out of step for
     /// good), so clients reconnect.
     pub async fn restore_replies(&self, worker: usize, path: Path) -> Result<()> {
-        let proxy = self.proxy(worker, path)?;
         let toxic = ToxicSpec::Timeout {
             stream: Stream::Downstream,
             timeout_ms: 0,
         };
-        self.toxiproxy
-            .remove_toxic(&proxy, &toxic.toxic_name())
-            .await?;
+        for proxy in self.all_proxies(worker, path)? {
+            self.toxiproxy
+                .remove_toxic(&proxy, &toxic.toxic_name())
+                .await?;
+        }
+        let proxy = self.serving_proxy(worker, path)?;
         self.toxiproxy.set_enabled(&proxy, false).await?;
         self.toxiproxy.set_enabled(&proxy, true).await
     }
@@ -479,18 +662,19 @@ impl RealCluster {
     /// Sets the added latency on worker `worker`'s `path`, each way
     /// (a round trip gains twice `latency_ms`); 0 removes it.
     pub async fn set_latency(&self, worker: usize, path: Path, latency_ms: u32) -> Result<()> {
-        let proxy = self.proxy(worker, path)?;
-        for stream in [Stream::Upstream, Stream::Downstream] {
-            let toxic = ToxicSpec::Latency {
-                stream,
-                latency_ms,
-                jitter_ms: 0,
-            };
-            self.toxiproxy
-                .remove_toxic(&proxy, &toxic.toxic_name())
-                .await?;
-            if latency_ms > 0 {
-                self.toxiproxy.add_toxic(&proxy, toxic).await?;
+        for proxy in self.all_proxies(worker, path)? {
+            for stream in [Stream::Upstream, Stream::Downstream] {
+                let toxic = ToxicSpec::Latency {
+                    stream,
+                    latency_ms,
+                    jitter_ms: 0,
+                };
+                self.toxiproxy
+                    .remove_toxic(&proxy, &toxic.toxic_name())
+                    .await?;
+                if latency_ms > 0 {
+                    self.toxiproxy.add_toxic(&proxy, toxic).await?;
+                }
             }
         }
         Ok(())
@@ -646,6 +830,9 @@ impl RealCluster {
                 why: "the replica is already the primary; there is no other replica",
             });
         }
+        if let Some(side) = &self.sentinel {
+            return self.sentinel_fail_over(&mut state, side, &replica).await;
+        }
         if self.provider != ProviderKind::External {
             self.stop_node(&mut state, RedisNode::Primary).await?;
         }
@@ -666,6 +853,76 @@ impl RealCluster {
                 .await?;
         }
         state.primary = RedisNode::Replica;
+        Ok(())
+    }
+
+    /// The failover with Sentinel deciding: the primary is stopped, and
+    /// Sentinel marks it down, elects a leader and promotes the replica.
+    /// Returns once Sentinel names the replica as master and the replica
+    /// says it is one; then the replica's recorder is attached again (the
+    /// promotion closed it), its keyspace checked, and the workers' proxies
+    /// to it come up.
+    async fn sentinel_fail_over(
+        &self,
+        state: &mut State,
+        side: &SentinelSide,
+        replica: &str,
+    ) -> Result<()> {
+        let recorder = &self.recorders[RedisNode::Replica.index()];
+        // Sentinel's promotion ends with `CLIENT KILL TYPE normal`, and a
+        // monitor is a normal client.
+        recorder.expect_close();
+        self.stop_node(state, RedisNode::Primary).await?;
+        let sentinels = side.addrs.clone();
+        let replica_addr = replica.to_owned();
+        until_ready("Sentinel's promotion", sentinel::PROMOTION_TIMEOUT_MS, || {
+            let sentinels = sentinels.clone();
+            let replica = replica_addr.clone();
+            async move {
+                let master = sentinel::master_addr(&sentinels)
+                    .await
+                    .map_err(|e| Probe::NotYet(e.to_string()))?;
+                if master != replica {
+                    return Err(Probe::NotYet(format!("Sentinel still names {master}")));
+                }
+                let role: Vec<redis::Value> =
+                    admin_command(&replica, RedisNode::Replica, redis::cmd("ROLE"))
+                        .await
+                        .map_err(|e| Probe::NotYet(e.to_string()))?;
+                match role.first() {
+                    Some(redis::Value::BulkString(b)) if b == b"master" => Ok(()),
+                    _ => Err(Probe::NotYet("the replica is not a master yet".into())),
+                }
+            }
+        })
+        .await?;
+        if recorder.until_closed(MONITOR_CLOSE_WAIT_MS).await {
+            recorder.attach(RedisNode::Replica.name(), replica).await?;
+        } else {
+            recorder.expect_open();
+        }
+        let mut info = redis::cmd("INFO");
+        info.arg("replication");
+        let info = admin_command::<String>(replica, RedisNode::Replica, info).await?;
+        let offset = info_field(&info, "second_repl_offset")
+            .and_then(|v| v.parse::<i64>().ok())
+            .filter(|v| *v > 0)
+            .map(|v| (v - 1) as u64);
+        let at_us = monitor::unix_us_now();
+        let snap = read_snapshot(replica, RedisNode::Replica).await?;
+        recorder.mark_at(at_us, Mark::Checked(snap));
+        self.replica_serves.store(true, Ordering::SeqCst);
+        for worker in 0..self.workers {
+            if !side.partitioned[worker].load(Ordering::SeqCst) {
+                self.toxiproxy
+                    .set_enabled(&replica_proxy_name(worker), true)
+                    .await?;
+            }
+        }
+        state.primary = RedisNode::Replica;
+        *side.story.lock().unwrap_or_else(|e| e.into_inner()) = Some(
+            FailoverStory::from_announcements(&side.announcements.seen(), offset),
+        );
         Ok(())
     }
 

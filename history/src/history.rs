@@ -89,12 +89,28 @@ pub struct History {
     pub store_truth: Option<Vec<FenceRecord>>,
     /// Faults the world injected, in time order.
     pub faults: Vec<FaultRecord>,
+    /// What the servers' own machinery did on its own initiative, in time
+    /// order (a Sentinel marking the primary down, promoting a replica):
+    /// told in the timeline and the report, judged by no property. Absent
+    /// from JSON when empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub server_events: Vec<ServerEvent>,
     /// When recording stopped; no op is invoked or completes after it.
     pub end_ms: u64,
-    /// What the scenario allows contention to cost, if it bounds it (the
+        /// What the scenario allows contention to cost, if it bounds it (the
     /// `contention` property); `None` for scenarios that do not.
     #[serde(default)]
     pub contention: Option<ContentionBounds>,
+}
+
+/// Something the servers did on their own (see [`History::server_events`]).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServerEvent {
+    /// When, on the world's clock.
+    pub at_ms: u64,
+    /// What, in words (`Sentinel promoted redis-replica at replication
+    /// offset 4242`).
+    pub what: String,
 }
 
 /// What contention may cost in a scenario built to create it, written as
@@ -567,6 +583,7 @@ impl HistoryBuilder {
                 ops: Vec::new(),
                 redis_truth: Some(Vec::new()),
                 redis_truth_gap: None,
+                server_events: Vec::new(),
                 store_truth: Some(Vec::new()),
                 faults: Vec::new(),
                 end_ms: 0,

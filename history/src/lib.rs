@@ -52,7 +52,7 @@ pub use checker::{check, check_property, NO_REDIS_TRUTH, NO_STORE_TRUTH};
 pub use fault::Fault;
 pub use fence_source::FenceSourceKind;
 pub use history::{
-    ContentionBounds, FaultRecord, FenceOutcome, FenceRecord, History, HistoryBuilder,
+    ContentionBounds, FaultRecord, FenceOutcome, FenceRecord, History, HistoryBuilder, ServerEvent,
     HistoryError, JobReport, Limits, OkValue, Op, OpKind, Outcome, OwnershipChange,
     OwnershipRecord,
 };

@@ -71,6 +71,13 @@ pub fn timeline(history: &History) -> String {
             text: format!("FAULT   {}", fault.what),
         });
     }
+    for (i, event) in history.server_events.iter().enumerate() {
+        lines.push(Line {
+            at_ms: event.at_ms,
+            rank: (0, (history.faults.len() + i) as u64),
+            text: format!("SERVER  {}", event.what),
+        });
+    }
     for (i, record) in history.redis_truth.iter().flatten().enumerate() {
         let change = match &record.change {
             OwnershipChange::Set { owner } => format!("set by {}", owner_text(owner)),

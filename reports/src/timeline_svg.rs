@@ -122,6 +122,17 @@ fn fault_marks(history: &History) -> Vec<FaultMark> {
             label: record.what.clone(),
         });
     }
+    // What the servers did on their own (a Sentinel's steps): a line over
+    // every lane, as a fault that hits everyone.
+    for event in &history.server_events {
+        marks.push(FaultMark {
+            start_ms: event.at_ms,
+            end_ms: None,
+            worker: None,
+            class: "server-event",
+            label: event.what.clone(),
+        });
+    }
     marks
 }
 

@@ -265,6 +265,7 @@ impl World for SimWorld {
         Ok(Truth {
             redis: Some(redis),
             redis_gap: None,
+            events: Vec::new(),
             store: Some(store),
         })
     }

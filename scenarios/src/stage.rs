@@ -291,6 +291,7 @@ impl<'w> Stage<'w> {
             ops,
             redis_truth: truth.redis,
             redis_truth_gap: truth.redis_gap,
+            server_events: truth.events,
             store_truth: truth.store,
             faults,
             end_ms,

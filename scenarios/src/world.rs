@@ -260,6 +260,9 @@ pub struct Truth {
     pub redis_gap: Option<String>,
     /// The store's fence log of the resource, in commit order, or `None`.
     pub store: Option<Vec<FenceRecord>>,
+    /// What the servers did on their own (a Sentinel's failover), in time
+    /// order, for the timeline.
+    pub events: Vec<crate::history::ServerEvent>,
 }
 
 /// What a world could not do.

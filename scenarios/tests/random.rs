@@ -265,6 +265,7 @@ fn arbitrary_history() -> impl Strategy<Value = History> {
             redis_truth,
             store_truth,
             faults: vec![FaultRecord::new(5, Fault::PauseWorker(1))],
+            server_events: Vec::new(),
             end_ms,
             contention: Some(redfence_scenarios::history::ContentionBounds {
                 attempts_per_acquisition_max: 3,

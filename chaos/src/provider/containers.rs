@@ -31,6 +31,7 @@ use crate::live;
 use crate::ports::pick_port;
 use crate::probe;
 use crate::provider::RedisNode;
+use crate::sentinel;
 use crate::reaper::{self, LABEL_CREATOR, LABEL_OWNER, LABEL_RUN, OWNER_VALUE};
 use crate::wait::{until_ready, Probe, READY_TIMEOUT_MS};
 
@@ -129,6 +130,8 @@ pub struct ContainerServers {
     run_id: String,
     redis: [Slot; 2],
     postgres: Slot,
+    /// Sentinels, when the topology asked for them.
+    sentinels: Vec<Slot>,
 }
 
 impl std::fmt::Debug for ContainerServers {
@@ -184,6 +187,7 @@ impl ContainerServers {
                 port: 0,
                 container: None,
             },
+            sentinels: Vec::new(),
         };
         for node in [RedisNode::Primary, RedisNode::Replica] {
             servers.start_new_redis(images, node).await?;
@@ -337,6 +341,58 @@ impl ContainerServers {
             .ok_or_else(|| ChaosError::Docker(format!("{} has no container", node.name())))
     }
 
+    /// Starts [`sentinel::SENTINELS`] sentinel containers (the Redis image's
+    /// `redis-server --sentinel`, its config written at start: Sentinel
+    /// rewrites it) monitoring the primary at `primary`; their addresses.
+    pub async fn start_sentinels(&mut self, images: &Images, primary: &str) -> Result<Vec<String>> {
+        const NAMES: [&str; sentinel::SENTINELS] =
+            ["redis-sentinel-0", "redis-sentinel-1", "redis-sentinel-2"];
+        let mut addrs = Vec::with_capacity(NAMES.len());
+        for name in NAMES {
+            let mut last = None;
+            let mut started = false;
+            for _ in 0..PORT_ATTEMPTS_MAX {
+                let port = pick_port()?;
+                let config = sentinel::config_text(port, primary, "/tmp/sentinel")?;
+                let script = format!(
+                    "set -e; mkdir -p /tmp/sentinel; printf '%s' '{config}' \
+                     > /tmp/sentinel/sentinel.conf; \
+                     exec redis-server /tmp/sentinel/sentinel.conf --sentinel"
+                );
+                let command = vec!["sh".to_owned(), "-c".to_owned(), script];
+                let container = self
+                    .run(&images.redis, ENV_REDIS_IMAGE, name, command, None)
+                    .await?;
+                let addr = format!("127.0.0.1:{port}");
+                match self
+                    .wait_ready(name, &container, || probe::redis_ping(&addr))
+                    .await
+                {
+                    Ok(()) => {
+                        self.sentinels.push(Slot {
+                            name,
+                            port,
+                            container: Some(container),
+                        });
+                        addrs.push(addr);
+                        started = true;
+                        break;
+                    }
+                    Err(err) => {
+                        let _ = container.rm().await;
+                        last = Some(err);
+                    }
+                }
+            }
+            if !started {
+                return Err(
+                    last.unwrap_or_else(|| ChaosError::Docker(format!("{name}: no attempt")))
+                );
+            }
+        }
+        Ok(addrs)
+    }
+
     /// Stops a Redis container (its data is gone: no persistence).
     pub async fn stop_redis(&mut self, node: RedisNode) -> Result<()> {
         self.container(node)?
@@ -366,6 +422,7 @@ impl ContainerServers {
             .redis
             .iter_mut()
             .chain(std::iter::once(&mut self.postgres))
+            .chain(self.sentinels.iter_mut())
             .filter_map(|b| b.container.take())
             .collect();
         for container in containers {
@@ -394,6 +451,7 @@ impl Drop for ContainerServers {
             .redis
             .iter_mut()
             .chain(std::iter::once(&mut self.postgres))
+            .chain(self.sentinels.iter_mut())
             .filter_map(|b| b.container.take())
             .collect();
         if containers.is_empty() {

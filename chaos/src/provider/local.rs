@@ -29,7 +29,7 @@ use crate::probe;
 use crate::provider::RedisNode;
 use crate::reaper::{self, LOCAL_FOLDER_PREFIX, OWNER_FILE, PID_FILE_SUFFIX};
 use crate::wait::{until_ready, Probe, READY_TIMEOUT_MS};
-use crate::{live, spawn};
+use crate::{live, sentinel, spawn};
 
 /// Attempts at starting a server on a fresh port when its port was taken
 /// between our pick and its bind.
@@ -201,6 +201,8 @@ pub struct LocalServers {
     redis: [LocalRedis; 2],
     pg_port: u16,
     pg_child: Option<Child>,
+    /// Sentinels, when the topology asked for them.
+    sentinels: Vec<LocalRedis>,
 }
 
 impl std::fmt::Debug for LocalServers {
@@ -275,6 +277,7 @@ impl LocalServers {
             redis,
             pg_port: 0,
             pg_child: None,
+            sentinels: Vec::new(),
         };
         for node in [RedisNode::Primary, RedisNode::Replica] {
             servers.start_redis_on_free_port(node).await?;
@@ -353,6 +356,99 @@ impl LocalServers {
             }
         }
         ready
+    }
+
+    /// Starts [`sentinel::SENTINELS`] sentinels (`redis-server <conf>
+    /// --sentinel`, the data nodes' binary) monitoring the primary at
+    /// `primary`; their addresses.
+    pub async fn start_sentinels(&mut self, primary: &str) -> Result<Vec<String>> {
+        const NAMES: [&str; sentinel::SENTINELS] =
+            ["redis-sentinel-0", "redis-sentinel-1", "redis-sentinel-2"];
+        let mut addrs = Vec::with_capacity(NAMES.len());
+        for name in NAMES {
+            let mut last = None;
+            let mut started = None;
+            for _ in 0..PORT_ATTEMPTS_MAX {
+                let before = self.sentinels.len();
+                match self.start_sentinel(name, primary).await {
+                    Ok(addr) => {
+                        started = Some(addr);
+                        break;
+                    }
+                    Err(err) => {
+                        let spawned = self.sentinels.len() > before;
+                        let busy = spawned
+                            && self.sentinels.last().is_some_and(|s| {
+                                log_tail(&s.log).contains("Address already in use")
+                            });
+                        if let Some(mut gone) = spawned.then(|| self.sentinels.pop()).flatten() {
+                            if let Some(child) = gone.child.take() {
+                                stop_async(child, libc::SIGKILL).await;
+                            }
+                        }
+                        if !busy {
+                            return Err(err);
+                        }
+                        last = Some(err);
+                    }
+                }
+            }
+            match started {
+                Some(addr) => addrs.push(addr),
+                None => {
+                    return Err(last.unwrap_or_else(|| ChaosError::Process {
+                        server: name,
+                        message: "no attempt".into(),
+                    }))
+                }
+            }
+        }
+        Ok(addrs)
+    }
+
+    async fn start_sentinel(&mut self, name: &'static str, primary: &str) -> Result<String> {
+        let dir = self.root.join(format!("{name}-{}", self.sentinels.len()));
+        if !dir.exists() {
+            mkdir(&dir)?;
+        }
+        let port = pick_port()?;
+        let conf = dir.join("sentinel.conf");
+        write_file(
+            &conf,
+            &sentinel::config_text(port, primary, &dir.display().to_string())?,
+        )?;
+        let log = self.root.join(format!("{name}.log"));
+        let (out, err) = log_file(&log)?;
+        let mut command = Command::new(&self.programs.redis_server);
+        command
+            .arg(&conf)
+            .arg("--sentinel")
+            .stdin(Stdio::null())
+            .stdout(out)
+            .stderr(err);
+        let child = spawn::spawn(name, command)?;
+        let recorded = write_pid_file(&self.root, name, &child);
+        self.sentinels.push(LocalRedis {
+            name,
+            port,
+            dir,
+            log: log.clone(),
+            child: Some(child),
+        });
+        recorded?;
+        let addr = format!("127.0.0.1:{port}");
+        let index = self.sentinels.len() - 1;
+        let probe_addr = addr.clone();
+        until_ready(name, READY_TIMEOUT_MS, || {
+            let alive = still_running(&mut self.sentinels[index].child, name, &log);
+            let addr = probe_addr.clone();
+            async move {
+                alive?;
+                probe::redis_ping(&addr).await.map_err(Probe::NotYet)
+            }
+        })
+        .await?;
+        Ok(addr)
     }
 
     /// Stops a Redis node (no persistence: its data is gone).
@@ -474,6 +570,11 @@ impl LocalServers {
 
     /// Stops everything and deletes the data folder.
     pub async fn shutdown(mut self) {
+        for sentinel in &mut self.sentinels {
+            if let Some(child) = sentinel.child.take() {
+                stop_async(child, libc::SIGTERM).await;
+            }
+        }
         for node in [RedisNode::Primary, RedisNode::Replica] {
             let _ = self.stop_redis(node).await;
         }
@@ -544,7 +645,7 @@ impl LocalRedis {
 
 impl Drop for LocalServers {
     fn drop(&mut self) {
-        for redis in &mut self.redis {
+        for redis in self.redis.iter_mut().chain(self.sentinels.iter_mut()) {
             if let Some(child) = redis.child.take() {
                 stop_blocking(child, libc::SIGTERM);
             }

@@ -404,6 +404,17 @@ impl Servers {
         }
     }
 
+    /// Starts the sentinels (`sentinel::SENTINELS` of them) monitoring the
+    /// primary at `primary`; their addresses. External servers: refused
+    /// (their Sentinel, if any, is not ours to configure).
+    pub async fn start_sentinels(&mut self, config: &ChaosConfig, primary: &str) -> Result<Vec<String>> {
+        match &mut self.backend {
+            Backend::Local(s) => s.start_sentinels(primary).await,
+            Backend::Containers(s) => s.start_sentinels(&config.images, primary).await,
+            Backend::External(_) => Err(external_cannot("a Sentinel failover")),
+        }
+    }
+
     /// Stops and removes everything, waiting for it.
     pub async fn shutdown(self) {
         match self.backend {

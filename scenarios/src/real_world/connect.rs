@@ -12,6 +12,16 @@ use crate::world::{worker_name, WorldError};
 
 use super::*;
 
+/// A client for `url` that sends nothing on connect: no `CLIENT SETINFO`, as
+/// a connect that waits for an answer cannot open a connection on a path
+/// whose replies are dropped, and the lost reply must hit the lock's own
+/// commands.
+pub(super) fn redis_client(url: &str) -> redis::RedisResult<redis::Client> {
+    let info = url.into_connection_info()?;
+    let settings = info.redis_settings().clone().set_skip_set_lib_name();
+    redis::Client::open(info.set_redis_settings(settings))
+}
+
 /// Connects worker `index`'s Redis and store paths, through its proxies.
 pub(super) async fn connect_worker(
     cluster: &RealCluster,
@@ -22,17 +32,10 @@ pub(super) async fn connect_worker(
         WorldError::Failed(format!("{}: {what}: {e}", worker_name(index)))
     };
     let url = cluster.worker_redis_url(index).map_err(chaos_error)?;
-    let info = url
-        .as_str()
-        .into_connection_info()
-        .map_err(|e| failed("redis url", &e))?;
-    // No `CLIENT SETINFO` on connect: a connect that waits for an answer
-    // cannot open a connection on a path whose replies are dropped, and
-    // the lost reply must hit the lock's own commands.
-    let settings = info.redis_settings().clone().set_skip_set_lib_name();
-    let client = redis::Client::open(info.set_redis_settings(settings))
-        .map_err(|e| failed("redis client", &e))?;
-    let redis = Reconnecting::new(client);
+    let client = redis_client(&url).map_err(|e| failed("redis client", &e))?;
+    // With Sentinel the worker asks it for the master on every connect and
+    // dials its own proxy for that node (`redfence_chaos::sentinel`).
+    let redis = Reconnecting::new(client, cluster.worker_address_map(index));
     // Connected now, so a path that does not work is a setup error.
     redis
         .connection()

@@ -331,10 +331,17 @@ impl RealWorld {
             .into_iter()
             .map(|entry| entry.into_record(self.started_wall_ms))
             .collect();
+        let events = self
+            .cluster()
+            .sentinel_events(self.started_wall_us)
+            .into_iter()
+            .map(|(at_ms, what)| crate::history::ServerEvent { at_ms, what })
+            .collect();
         Ok(Truth {
             redis,
             redis_gap,
             store: Some(store),
+            events,
         })
     }
 }

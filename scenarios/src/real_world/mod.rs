@@ -251,8 +251,15 @@ impl RealWorld {
             .build()
             .map_err(|e| WorldError::Failed(format!("tokio runtime: {e}")))?;
         let local = LocalSet::new();
+        // Sentinel decides failovers only where the script has a replica
+        // to fail over to: elsewhere it would promote the replica when a
+        // scenario stops Redis on purpose.
+        let mut config = config.clone();
+        if !spec.replica {
+            config.failover = redfence_chaos::FailoverKind::Scripted;
+        }
         let cluster = local
-            .block_on(&rt, RealCluster::start_with(config, spec.workers))
+            .block_on(&rt, RealCluster::start_with(&config, spec.workers))
             .map_err(unavailable)?;
         let op_timeout = Duration::from_millis(spec.op_timeout_ms);
         let connected = local.block_on(&rt, async {

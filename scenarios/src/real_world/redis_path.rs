@@ -1,5 +1,7 @@
 //! A worker's Redis path: one multiplexed connection through the worker's
-//! proxy, replaced by a fresh one on the request after it broke.
+//! proxy, replaced by a fresh one on the request after it broke. With
+//! Sentinel, each new connection first asks Sentinel for the master and
+//! dials the worker's proxy for it, as a Sentinel-aware client does.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -25,6 +27,8 @@ pub(super) struct Reconnecting(pub(super) Arc<ReconnectingInner>);
 
 pub(super) struct ReconnectingInner {
     pub(super) client: redis::Client,
+    /// With Sentinel: where the master is, through this worker's proxies.
+    pub(super) sentinel: Option<redfence_chaos::sentinel::AddressMap>,
     pub(super) config: AsyncConnectionConfig,
     /// The live connection and its generation (so a failure on an old one
     /// never discards its replacement).
@@ -32,7 +36,10 @@ pub(super) struct ReconnectingInner {
 }
 
 impl Reconnecting {
-    pub(super) fn new(client: redis::Client) -> Self {
+    pub(super) fn new(
+        client: redis::Client,
+        sentinel: Option<redfence_chaos::sentinel::AddressMap>,
+    ) -> Self {
         let config = AsyncConnectionConfig::new()
             .set_connection_timeout(Some(Duration::from_millis(CONNECT_TIMEOUT_MS)))
             // The lock bounds every call by its own `op_timeout`; a reply
@@ -40,6 +47,7 @@ impl Reconnecting {
             .set_response_timeout(None);
         Self(Arc::new(ReconnectingInner {
             client,
+            sentinel,
             config,
             current: tokio::sync::Mutex::new((0, None)),
         }))
@@ -58,11 +66,15 @@ impl Reconnecting {
         // Bounded by the attempts (and the deadline).
         let conn = loop {
             attempt += 1;
-            let connected = self
-                .0
-                .client
-                .get_multiplexed_async_connection_with_config(&self.0.config)
-                .await;
+            let connected = match &self.0.sentinel {
+                None => {
+                    self.0
+                        .client
+                        .get_multiplexed_async_connection_with_config(&self.0.config)
+                        .await
+                }
+                Some(map) => self.via_sentinel(map).await,
+            };
             match connected {
                 Err(error)
                     if error.is_connection_refusal()
@@ -77,6 +89,28 @@ impl Reconnecting {
         current.0 += 1;
         current.1 = Some(conn.clone());
         Ok((current.0, conn))
+    }
+
+    /// A connection to the master Sentinel names, through this worker's
+    /// proxy for it. Sentinel not answering, or naming a node no proxy of
+    /// the worker leads to, is a refused connection: nothing was sent.
+    async fn via_sentinel(
+        &self,
+        map: &redfence_chaos::sentinel::AddressMap,
+    ) -> RedisResult<MultiplexedConnection> {
+        let refused = |why: String| {
+            redis::RedisError::from(std::io::Error::new(
+                std::io::ErrorKind::ConnectionRefused,
+                why,
+            ))
+        };
+        let addr = map
+            .master_via_proxy()
+            .await
+            .map_err(|e| refused(e.to_string()))?;
+        super::connect::redis_client(&format!("redis://{addr}/"))?
+            .get_multiplexed_async_connection_with_config(&self.0.config)
+            .await
     }
 
     /// Drops the live connection, so the next request connects anew. If
