@@ -303,6 +303,11 @@ fn failover_from(value: Option<String>, provider: Option<ProviderKind>) -> Resul
     Ok(failover)
 }
 
+/// A variable's value, treating empty as unset (as shells often export).
+pub(crate) fn env_nonempty(var: &str) -> Option<String> {
+    std::env::var(var).ok().filter(|v| !v.is_empty())
+}
+
 #[cfg(test)]
 mod failover_tests {
     use super::*;
@@ -321,9 +326,4 @@ mod failover_tests {
             failover_from(Some("sentinel".into()), Some(ProviderKind::External)).unwrap_err();
         assert!(external.to_string().contains("not ours"), "{external}");
     }
-}
-
-/// A variable's value, treating empty as unset (as shells often export).
-pub(crate) fn env_nonempty(var: &str) -> Option<String> {
-    std::env::var(var).ok().filter(|v| !v.is_empty())
 }

@@ -59,10 +59,12 @@ const ANNOUNCEMENTS_MAX: usize = 4_096;
 /// `primary` (`host:port`), keeping its state in `dir`. Sentinel rewrites
 /// the file as it learns, so it must be writable.
 pub fn config_text(port: u16, primary: &str, dir: &str) -> Result<String> {
-    let (host, primary_port) = primary.rsplit_once(':').ok_or_else(|| ChaosError::Process {
-        server: "redis-sentinel",
-        message: format!("bad primary address {primary:?}"),
-    })?;
+    let (host, primary_port) = primary
+        .rsplit_once(':')
+        .ok_or_else(|| ChaosError::Process {
+            server: "redis-sentinel",
+            message: format!("bad primary address {primary:?}"),
+        })?;
     Ok(format!(
         "port {port}\n\
          bind 127.0.0.1\n\
@@ -245,7 +247,12 @@ impl Announcements {
 impl Drop for Announcements {
     fn drop(&mut self) {
         if Arc::strong_count(&self.tasks) == 1 {
-            for task in self.tasks.lock().unwrap_or_else(|e| e.into_inner()).drain(..) {
+            for task in self
+                .tasks
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .drain(..)
+            {
                 task.abort();
             }
         }
@@ -276,11 +283,14 @@ impl FailoverStory {
                 .find(|a| a.event == event && a.text.starts_with("master "))
                 .map(|a| a.unix_us)
         };
-        let switched = seen.iter().find(|a| a.event == "+switch-master").and_then(|a| {
-            // "<name> <old ip> <old port> <new ip> <new port>"
-            let parts: Vec<&str> = a.text.split_whitespace().collect();
-            (parts.len() == 5).then(|| (a.unix_us, format!("{}:{}", parts[3], parts[4])))
-        });
+        let switched = seen
+            .iter()
+            .find(|a| a.event == "+switch-master")
+            .and_then(|a| {
+                // "<name> <old ip> <old port> <new ip> <new port>"
+                let parts: Vec<&str> = a.text.split_whitespace().collect();
+                (parts.len() == 5).then(|| (a.unix_us, format!("{}:{}", parts[3], parts[4])))
+            });
         Self {
             sdown_us: first("+sdown"),
             odown_us: first("+odown"),
@@ -331,10 +341,7 @@ impl FailoverStory {
             None => "(not announced)".to_owned(),
         };
         let switched = match &self.switched {
-            Some((us, addr)) => format!(
-                "promoted {promoted_name} ({addr}) {}",
-                at(Some(*us))
-            ),
+            Some((us, addr)) => format!("promoted {promoted_name} ({addr}) {}", at(Some(*us))),
             None => "announced no switch of master".to_owned(),
         };
         let offset = match self.offset {
@@ -364,7 +371,11 @@ mod tests {
         let seen = vec![
             a(1_000_000, "+sdown", "master redfence 127.0.0.1 7000"),
             a(1_100_000, "+sdown", "master redfence 127.0.0.1 7000"),
-            a(1_300_000, "+odown", "master redfence 127.0.0.1 7000 #quorum 2/2"),
+            a(
+                1_300_000,
+                "+odown",
+                "master redfence 127.0.0.1 7000 #quorum 2/2",
+            ),
             a(
                 2_500_000,
                 "+switch-master",

@@ -383,7 +383,11 @@ impl RealCluster {
     /// at once), the workers' replica proxies (down), and waits until every
     /// sentinel knows its peers and the replica: before that a failover
     /// could not reach a quorum.
-    async fn start_sentinel(&mut self, config: &ChaosConfig, primary: &str) -> Result<SentinelSide> {
+    async fn start_sentinel(
+        &mut self,
+        config: &ChaosConfig,
+        primary: &str,
+    ) -> Result<SentinelSide> {
         let replica = self.node_addr(RedisNode::Replica)?.to_owned();
         let addrs = self
             .state
@@ -403,22 +407,26 @@ impl RealCluster {
         }
         for addr in &addrs {
             let addr = addr.clone();
-            until_ready("redis-sentinel discovery", sentinel::DISCOVERY_TIMEOUT_MS, || {
-                let addr = addr.clone();
-                async move {
-                    match sentinel::known_peers(&addr).await {
-                        Ok((peers, replicas))
-                            if peers + 1 >= sentinel::SENTINELS && replicas >= 1 =>
-                        {
-                            Ok(())
+            until_ready(
+                "redis-sentinel discovery",
+                sentinel::DISCOVERY_TIMEOUT_MS,
+                || {
+                    let addr = addr.clone();
+                    async move {
+                        match sentinel::known_peers(&addr).await {
+                            Ok((peers, replicas))
+                                if peers + 1 >= sentinel::SENTINELS && replicas >= 1 =>
+                            {
+                                Ok(())
+                            }
+                            Ok((peers, replicas)) => Err(Probe::NotYet(format!(
+                                "{addr} knows {peers} other sentinel(s) and {replicas} replica(s)"
+                            ))),
+                            Err(e) => Err(Probe::NotYet(e.to_string())),
                         }
-                        Ok((peers, replicas)) => Err(Probe::NotYet(format!(
-                            "{addr} knows {peers} other sentinel(s) and {replicas} replica(s)"
-                        ))),
-                        Err(e) => Err(Probe::NotYet(e.to_string())),
                     }
-                }
-            })
+                },
+            )
             .await?;
         }
         let announcements = Announcements::subscribe(&addrs).await?;
@@ -450,7 +458,9 @@ impl RealCluster {
         if let Some(primary) = &self.redis_addrs[0] {
             routes.push((primary.clone(), listens[0].clone()));
         }
-        if let (Some(replica), Some(listen)) = (&self.redis_addrs[1], side.replica_listens.get(worker)) {
+        if let (Some(replica), Some(listen)) =
+            (&self.redis_addrs[1], side.replica_listens.get(worker))
+        {
             routes.push((replica.clone(), listen.clone()));
         }
         Some(AddressMap {
@@ -463,7 +473,11 @@ impl RealCluster {
     /// in ms from `zero_us` (Unix µs).
     pub fn sentinel_failover(&self, zero_us: i64) -> Option<String> {
         let side = self.sentinel.as_ref()?;
-        let story = side.story.lock().unwrap_or_else(|e| e.into_inner()).clone()?;
+        let story = side
+            .story
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()?;
         Some(story.describe(zero_us, RedisNode::Replica.name()))
     }
 
@@ -636,7 +650,7 @@ impl RealCluster {
             timeout_ms: 0,
         };
         for proxy in self.all_proxies(worker, path)? {
-            self.toxiproxy.add_toxic(&proxy, toxic.clone()).await?;
+            self.toxiproxy.add_toxic(&proxy, toxic).await?;
         }
         Ok(())
     }
@@ -875,26 +889,30 @@ impl RealCluster {
         self.stop_node(state, RedisNode::Primary).await?;
         let sentinels = side.addrs.clone();
         let replica_addr = replica.to_owned();
-        until_ready("Sentinel's promotion", sentinel::PROMOTION_TIMEOUT_MS, || {
-            let sentinels = sentinels.clone();
-            let replica = replica_addr.clone();
-            async move {
-                let master = sentinel::master_addr(&sentinels)
-                    .await
-                    .map_err(|e| Probe::NotYet(e.to_string()))?;
-                if master != replica {
-                    return Err(Probe::NotYet(format!("Sentinel still names {master}")));
-                }
-                let role: Vec<redis::Value> =
-                    admin_command(&replica, RedisNode::Replica, redis::cmd("ROLE"))
+        until_ready(
+            "Sentinel's promotion",
+            sentinel::PROMOTION_TIMEOUT_MS,
+            || {
+                let sentinels = sentinels.clone();
+                let replica = replica_addr.clone();
+                async move {
+                    let master = sentinel::master_addr(&sentinels)
                         .await
                         .map_err(|e| Probe::NotYet(e.to_string()))?;
-                match role.first() {
-                    Some(redis::Value::BulkString(b)) if b == b"master" => Ok(()),
-                    _ => Err(Probe::NotYet("the replica is not a master yet".into())),
+                    if master != replica {
+                        return Err(Probe::NotYet(format!("Sentinel still names {master}")));
+                    }
+                    let role: Vec<redis::Value> =
+                        admin_command(&replica, RedisNode::Replica, redis::cmd("ROLE"))
+                            .await
+                            .map_err(|e| Probe::NotYet(e.to_string()))?;
+                    match role.first() {
+                        Some(redis::Value::BulkString(b)) if b == b"master" => Ok(()),
+                        _ => Err(Probe::NotYet("the replica is not a master yet".into())),
+                    }
                 }
-            }
-        })
+            },
+        )
         .await?;
         if recorder.until_closed(MONITOR_CLOSE_WAIT_MS).await {
             recorder.attach(RedisNode::Replica.name(), replica).await?;

@@ -21,15 +21,23 @@ async fn sentinel_cluster(mut config: ChaosConfig) -> RealCluster {
 
 async fn sentinel_promotes_and_faults_still_reach_the_worker(cluster: RealCluster) {
     assert_eq!(cluster.failover_kind(), FailoverKind::Sentinel);
-    let map = cluster.worker_address_map(0).expect("a Sentinel address map");
+    let map = cluster
+        .worker_address_map(0)
+        .expect("a Sentinel address map");
     let replica_url = cluster.redis_node_url(RedisNode::Replica).expect("replica");
     // Before: Sentinel names the primary; the worker reaches it through its
     // own proxy, and a write there replicates.
     let before = map.master_via_proxy().await.expect("master before");
-    assert_eq!(format!("redis://{before}/"), cluster.worker_redis_url(0).unwrap());
+    assert_eq!(
+        format!("redis://{before}/"),
+        cluster.worker_redis_url(0).unwrap()
+    );
     let set = call(&format!("redis://{before}/"), "SET lock:x before").await;
     assert_eq!(set.expect("set through the proxy"), "+OK\r\n");
-    cluster.wait_for_replication(10_000).await.expect("replicated");
+    cluster
+        .wait_for_replication(10_000)
+        .await
+        .expect("replicated");
 
     cluster.fail_over().await.expect("Sentinel fails over");
 

@@ -35,6 +35,9 @@ pub enum Compared {
     SimUndecided,
     /// One of the worlds did not run this cell.
     Missing,
+    /// Only the real world can run this cell as configured (Sentinel
+    /// decided its failover; the simulation has no Sentinel): not compared.
+    RealOnly,
 }
 
 impl Compared {
@@ -86,6 +89,49 @@ fn class(cell: &Cell, property: Property) -> Class {
         Class::NotExercised
     } else {
         Class::Undecided
+    }
+}
+
+/// Marks the rows of `scenarios` real-only: the real world ran them in a
+/// way the simulation cannot (`why`, e.g. Sentinel deciding the failover),
+/// so their verdicts are not compared.
+pub fn mark_real_only(rows: &mut [Row], scenarios: &[&str], why: &str) {
+    for row in rows
+        .iter_mut()
+        .filter(|row| scenarios.contains(&row.scenario.as_str()))
+    {
+        for (_, compared) in &mut row.properties {
+            *compared = Compared::RealOnly;
+        }
+        row.note = Some(match row.note.take() {
+            Some(note) => format!("real only: {why}; {note}"),
+            None => format!("real only: {why}"),
+        });
+    }
+}
+
+#[cfg(test)]
+mod real_only_tests {
+    use super::*;
+
+    #[test]
+    fn real_only_rows_are_not_compared_and_say_why() {
+        let row = |scenario: &str| Row {
+            scenario: scenario.into(),
+            protocol: "reference".into(),
+            properties: vec![(Property::FenceOrder, Compared::OnlyReal)],
+            note: None,
+        };
+        let mut rows = vec![row("failover-counter-regression"), row("mutual-exclusion")];
+        mark_real_only(
+            &mut rows,
+            &["failover-counter-regression"],
+            "Sentinel decided",
+        );
+        assert!(!rows[0].disagrees());
+        assert_eq!(rows[0].properties[0].1, Compared::RealOnly);
+        assert_eq!(rows[0].note.as_deref(), Some("real only: Sentinel decided"));
+        assert!(rows[1].disagrees(), "other rows are compared as before");
     }
 }
 

@@ -97,7 +97,7 @@ pub struct History {
     pub server_events: Vec<ServerEvent>,
     /// When recording stopped; no op is invoked or completes after it.
     pub end_ms: u64,
-        /// What the scenario allows contention to cost, if it bounds it (the
+    /// What the scenario allows contention to cost, if it bounds it (the
     /// `contention` property); `None` for scenarios that do not.
     #[serde(default)]
     pub contention: Option<ContentionBounds>,

@@ -52,9 +52,9 @@ pub use checker::{check, check_property, NO_REDIS_TRUTH, NO_STORE_TRUTH};
 pub use fault::Fault;
 pub use fence_source::FenceSourceKind;
 pub use history::{
-    ContentionBounds, FaultRecord, FenceOutcome, FenceRecord, History, HistoryBuilder, ServerEvent,
+    ContentionBounds, FaultRecord, FenceOutcome, FenceRecord, History, HistoryBuilder,
     HistoryError, JobReport, Limits, OkValue, Op, OpKind, Outcome, OwnershipChange,
-    OwnershipRecord,
+    OwnershipRecord, ServerEvent,
 };
 pub use property::Property;
 pub use record::{JobStat, Metrics, Param, RunRecord, WorldKind};

@@ -524,3 +524,56 @@ fn a_command_the_replay_cannot_run_is_a_named_gap() {
     let gap = truth.redis_gap.expect("a named gap");
     assert!(gap.contains("sadd"), "{gap}");
 }
+
+/// `failover-counter-regression` with Sentinel deciding the promotion
+/// (`REDFENCE_FAILOVER=sentinel`), on local processes and on containers:
+/// the reference still passes with every property decided, and the history
+/// tells Sentinel's steps, in order, all before the failover was done.
+#[test]
+fn failover_counter_regression_with_sentinel() {
+    let mut local = redfence_chaos::ChaosConfig::local_from_env().expect("config");
+    local.failover = redfence_chaos::FailoverKind::Sentinel;
+    let mut containers = redfence_chaos::ChaosConfig::containers_local_image();
+    containers.failover = redfence_chaos::FailoverKind::Sentinel;
+    let scenario = catalog::by_name("failover-counter-regression").expect("in the catalog");
+    for (provider, config) in [("local", local), ("containers", containers)] {
+        let worlds = RealWorlds::new(config);
+        let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+        let record = run_one(&worlds, scenario.as_ref(), Arc::new(Reference), 0);
+        eprintln!(
+            "reference with Sentinel on {provider}: {}",
+            summary(&record)
+        );
+        assert_reference_passes(&record);
+        let history = record.history.as_ref().expect("a history");
+        let said: Vec<&str> = history
+            .server_events
+            .iter()
+            .map(|e| e.what.as_str())
+            .collect();
+        assert!(
+            said.iter().any(|w| w.contains("+odown")),
+            "{provider}: {said:?}"
+        );
+        assert!(
+            said.iter()
+                .any(|w| w.contains("promoted redis-replica") && w.contains("replication offset")),
+            "{provider}: {said:?}"
+        );
+        let failover_at = history
+            .faults
+            .iter()
+            .find(|f| f.fault == Fault::FailOver)
+            .expect("the failover fault")
+            .at_ms;
+        // The failover fault is recorded once it is done: once Sentinel had
+        // promoted the replica. Its steps came in order before that.
+        let times: Vec<u64> = history.server_events.iter().map(|e| e.at_ms).collect();
+        assert!(
+            times.windows(2).all(|w| w[0] <= w[1]) && times.iter().all(|t| *t <= failover_at),
+            "{provider}: Sentinel's steps out of order or after the failover ended at \
+             {failover_at} ms: {:?}",
+            history.server_events
+        );
+    }
+}

@@ -42,6 +42,7 @@ fn symbol(compared: Compared) -> &'static str {
         Compared::RealUndecided => "n/d",
         Compared::SimUndecided => "s?",
         Compared::Missing => "--",
+        Compared::RealOnly => "RO",
     }
 }
 
@@ -55,6 +56,9 @@ pub fn agree(args: AgreeArgs) -> Result<ExitCode, CliError> {
     }
     let watchdog = super::run::watchdog("real", None)?;
     let real_worlds = super::world("real")?;
+    let real_failover = redfence_chaos::ChaosConfig::from_env()
+        .map(|c| c.failover)
+        .map_err(|e| CliError::Invalid(e.to_string()))?;
     let scenarios = super::scenarios(&args.scenarios)?;
     let protocols = super::protocols(&args.protocols)?;
     let plan = |seeds, jobs| SweepPlan {
@@ -86,7 +90,22 @@ pub fn agree(args: AgreeArgs) -> Result<ExitCode, CliError> {
     super::signals::park_if_interrupted();
     drop(watchdog);
     progress.finish();
-    let rows = compare(&sim, &real);
+    let mut rows = compare(&sim, &real);
+    if real_failover == redfence_chaos::FailoverKind::Sentinel {
+        // Sentinel runs only where the scenario has a replica to fail over
+        // to (the real world's rule); the simulation has none.
+        let with_replica: Vec<&str> = scenarios
+            .iter()
+            .filter(|s| s.setup().replica)
+            .map(|s| s.name())
+            .collect();
+        redfence_scenarios::agreement::mark_real_only(
+            &mut rows,
+            &with_replica,
+            "Sentinel decided the real failover (REDFENCE_FAILOVER=sentinel); the simulation \
+             has no Sentinel",
+        );
+    }
     print_rows(&rows);
     if let Some(path) = &args.json {
         let json = serde_json::to_string_pretty(&rows).expect("rows serialise");
@@ -128,6 +147,7 @@ fn print_rows(rows: &[Row]) {
     println!(
         "  ok both held   VV both violated   S! only the simulation violated   R! only the \
          real world violated   ne not violated, and not exercised in at least one world \
-         (nothing to judge)   n/d the real world did not decide it (the row's note says why)"
+         (nothing to judge)   n/d the real world did not decide it (the row's note says why)   \
+         RO real only, not compared (the row's note says why)"
     );
 }

@@ -31,8 +31,8 @@ use crate::live;
 use crate::ports::pick_port;
 use crate::probe;
 use crate::provider::RedisNode;
-use crate::sentinel;
 use crate::reaper::{self, LABEL_CREATOR, LABEL_OWNER, LABEL_RUN, OWNER_VALUE};
+use crate::sentinel;
 use crate::wait::{until_ready, Probe, READY_TIMEOUT_MS};
 
 /// Attempts at starting a container on a fresh port when its port was

@@ -137,7 +137,7 @@ impl ExternalServers {
 }
 
 enum Backend {
-    Local(local::LocalServers),
+    Local(Box<local::LocalServers>),
     // Boxed: a container handle is large, and there is one per topology.
     Containers(Box<containers::ContainerServers>),
     External(ExternalServers),
@@ -299,7 +299,7 @@ impl Servers {
             ProviderKind::Local => {
                 let programs = local::LocalPrograms::find(&config.local)?;
                 let servers = local::LocalServers::start(programs, &run_id, DATABASE).await?;
-                (Backend::Local(servers), DATABASE.to_owned())
+                (Backend::Local(Box::new(servers)), DATABASE.to_owned())
             }
             ProviderKind::Containers => {
                 let servers =
@@ -407,7 +407,11 @@ impl Servers {
     /// Starts the sentinels (`sentinel::SENTINELS` of them) monitoring the
     /// primary at `primary`; their addresses. External servers: refused
     /// (their Sentinel, if any, is not ours to configure).
-    pub async fn start_sentinels(&mut self, config: &ChaosConfig, primary: &str) -> Result<Vec<String>> {
+    pub async fn start_sentinels(
+        &mut self,
+        config: &ChaosConfig,
+        primary: &str,
+    ) -> Result<Vec<String>> {
         match &mut self.backend {
             Backend::Local(s) => s.start_sentinels(primary).await,
             Backend::Containers(s) => s.start_sentinels(&config.images, primary).await,
