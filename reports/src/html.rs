@@ -803,6 +803,20 @@ fn run_detail(out: &mut String, record: &RunRecord, which: &str, timeline: bool)
         out.push_str(&timeline_svg(history, &highlight));
         legend(out);
     }
+    // What the servers did on their own (Sentinel's failover), passing run
+    // or not: a team reads when the primary was marked down and what was
+    // promoted at which offset without replaying.
+    if let Some(history) = record
+        .history
+        .as_ref()
+        .filter(|h| !h.server_events.is_empty())
+    {
+        h(out, "<ul class=\"server-events\">");
+        for event in &history.server_events {
+            let _ = write!(out, "<li>{} ms: {}</li>", event.at_ms, text(&event.what));
+        }
+        h(out, "</ul>");
+    }
     h(out, "<table class=\"verdicts\"><thead><tr><th>property</th><th>verdict</th><th>explanation</th></tr></thead><tbody>");
     for v in &record.verdicts {
         let word = verdict_word(v.status);

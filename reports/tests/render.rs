@@ -832,3 +832,41 @@ fn no_red_verdict_comes_from_an_assumed_deployment() {
     assert_eq!(described.readiness.exposed().len(), 1);
     assert!(html::render(&described).contains("As you described it"));
 }
+
+/// What the servers did on their own (a Sentinel failover) is listed under
+/// the run, passing or not, and marked on its timeline.
+#[test]
+fn server_events_are_listed_and_drawn() {
+    let mut report = golden("sweep_report.json");
+    report.kind = ReportKind::Replay;
+    let cell_of = report
+        .sweep
+        .cells
+        .iter_mut()
+        .find(|c| c.scenario == "failover-counter-regression" && c.protocol == "reference")
+        .expect("the golden cell");
+    let history = cell_of
+        .first_run
+        .as_mut()
+        .and_then(|r| r.history.as_mut())
+        .expect("a first run with a history");
+    history.server_events.push(redfence_history::ServerEvent {
+        at_ms: 1_234,
+        what: "Sentinel: promoted redis-replica (127.0.0.1:7001) at replication offset 42".into(),
+    });
+    let page = html::render(&report);
+    let doc = xml(&page);
+    let article = cell(&doc, "failover-counter-regression", "reference");
+    let listed = find(article, "ul", &["server-events"]);
+    assert_eq!(listed.len(), 1);
+    assert!(
+        text_of(listed[0]).contains("1234 ms: Sentinel: promoted redis-replica"),
+        "{}",
+        text_of(listed[0])
+    );
+    let svg = find(article, "svg", &["timeline"])[0];
+    assert_eq!(
+        find(svg, "line", &["fault", "global", "server-event"]).len(),
+        1
+    );
+}
