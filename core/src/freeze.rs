@@ -18,12 +18,33 @@ use std::task::{Context, Poll, Waker};
 /// tasks it spawned (a harness bounds those well below this).
 pub const FROZEN_FUTURES_MAX: usize = 256;
 
-#[derive(Debug, Default)]
+/// Most listeners one switch may tell about a freeze or a thaw: a worker
+/// has one process at most to stop besides its futures.
+pub const LISTENERS_MAX: usize = 8;
+
+/// Told `true` when a switch freezes and `false` when it thaws.
+pub type FreezeListener = Arc<dyn Fn(bool) + Send + Sync>;
+
+#[derive(Default)]
 struct State {
     frozen: bool,
     /// Every frozen future's waker: one switch freezes a worker's job *and*
     /// the tasks it spawned, and thawing must wake them all.
     wakers: Vec<Waker>,
+    /// What else stops with the worker: a worker that is an operating
+    /// system process (a lock adapter) is stopped with `SIGSTOP`, which
+    /// only a listener can send, since its code is not a future here.
+    listeners: Vec<FreezeListener>,
+}
+
+impl std::fmt::Debug for State {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("State")
+            .field("frozen", &self.frozen)
+            .field("wakers", &self.wakers.len())
+            .field("listeners", &self.listeners.len())
+            .finish()
+    }
 }
 
 /// The switch that freezes and thaws one or more [`Freezable`] futures.
@@ -38,21 +59,58 @@ impl FreezeSwitch {
         Self::default()
     }
 
-    /// From the next poll on, the wrapped future is not polled.
+    /// From the next poll on, the wrapped future is not polled; listeners
+    /// hear `true` when this changes the state.
     pub fn freeze(&self) {
-        self.lock().frozen = true;
+        let listeners = {
+            let mut state = self.lock();
+            let changed = !state.frozen;
+            state.frozen = true;
+            if changed {
+                state.listeners.clone()
+            } else {
+                Vec::new()
+            }
+        };
+        // Outside the lock: a listener may ask the switch its state.
+        for listener in listeners {
+            listener(true);
+        }
     }
 
-    /// Resumes polling; the wrapped future runs at its next poll.
+    /// Resumes polling; the wrapped future runs at its next poll; listeners
+    /// hear `false` when this changes the state.
     pub fn thaw(&self) {
-        let wakers = {
+        let (wakers, listeners) = {
             let mut state = self.lock();
+            let changed = state.frozen;
             state.frozen = false;
-            std::mem::take(&mut state.wakers)
+            let listeners = if changed {
+                state.listeners.clone()
+            } else {
+                Vec::new()
+            };
+            (std::mem::take(&mut state.wakers), listeners)
         };
+        for listener in listeners {
+            listener(false);
+        }
         for waker in wakers {
             waker.wake();
         }
+    }
+
+    /// Calls `listener` with `true` at every freeze and `false` at every
+    /// thaw from now on (a state that does not change calls nothing).
+    ///
+    /// Panics past [`LISTENERS_MAX`] listeners.
+    pub fn on_change(&self, listener: FreezeListener) {
+        let mut state = self.lock();
+        assert!(
+            state.listeners.len() < LISTENERS_MAX,
+            "at most {LISTENERS_MAX} listeners on one switch"
+        );
+        state.listeners.push(listener);
     }
 
     /// Whether frozen now.
@@ -130,6 +188,20 @@ mod tests {
         switch.thaw();
         task.await.unwrap();
         assert_eq!(ticks.load(Ordering::SeqCst), 10);
+    }
+
+    #[test]
+    fn listeners_hear_each_change_once() {
+        let heard = Arc::new(Mutex::new(Vec::new()));
+        let switch = FreezeSwitch::new();
+        let log = heard.clone();
+        switch.on_change(Arc::new(move |frozen| log.lock().unwrap().push(frozen)));
+        switch.thaw();
+        switch.freeze();
+        switch.freeze();
+        switch.thaw();
+        switch.thaw();
+        assert_eq!(*heard.lock().unwrap(), vec![true, false]);
     }
 
     #[tokio::test(start_paused = true)]

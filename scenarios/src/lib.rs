@@ -25,6 +25,7 @@ pub use redfence_history::{
     NO_REDIS_TRUTH, NO_STORE_TRUTH,
 };
 
+pub mod adapter;
 pub mod catalog;
 pub mod conn;
 pub mod driver;

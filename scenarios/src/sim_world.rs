@@ -138,6 +138,8 @@ impl World for SimWorld {
                     jitter: ctx.jitter.clone(),
                     clock,
                     spawner,
+                    paths: None,
+                    wire_tap: None,
                 };
                 job(env)
             })

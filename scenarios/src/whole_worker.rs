@@ -83,19 +83,36 @@ struct Pending {
     acquiring: Option<usize>,
 }
 
+/// How a token-carrying request ended, whatever carried it.
+enum Answer {
+    /// The server answered without an error.
+    Replied,
+    /// A definite no: an error reply, or a connection that never sent it.
+    Refused(String),
+    /// No answer: the request may have run.
+    Unknown(String),
+}
+
 impl Pending {
     fn answer<T>(self, result: &redis::RedisResult<T>) {
-        let recorder = &self.shared.recorder;
-        match result {
-            Err(error) if is_noscript(result) => {
-                // EVALSHA before EVAL: the client library's own retry.
-                recorder.complete(self.op, Outcome::Fail(error.to_string()));
-            }
+        let answer = match result {
+            // EVALSHA before EVAL: the client library's own retry.
+            Err(error) if is_noscript(result) => Answer::Refused(error.to_string()),
             Err(error) => match redis_error(error) {
-                (true, why) => recorder.complete(self.op, Outcome::Fail(why)),
-                (false, why) => recorder.give_up(self.op, why),
+                (true, why) => Answer::Refused(why),
+                (false, why) => Answer::Unknown(why),
             },
-            Ok(_) => match self.acquiring {
+            Ok(_) => Answer::Replied,
+        };
+        self.settle(answer);
+    }
+
+    fn settle(self, answer: Answer) {
+        let recorder = &self.shared.recorder;
+        match answer {
+            Answer::Refused(why) => recorder.complete(self.op, Outcome::Fail(why)),
+            Answer::Unknown(why) => recorder.give_up(self.op, why),
+            Answer::Replied => match self.acquiring {
                 None => recorder.complete(self.op, Outcome::Ok(OkValue::Answered)),
                 Some(slot) => self.shared.push(
                     slot,
@@ -259,6 +276,9 @@ impl Observer {
             }),
             tokens: Arc::new(ObservedTokens {
                 inner: env.tokens.clone(),
+                shared: self.shared.clone(),
+            }),
+            wire_tap: Some(WireTap {
                 shared: self.shared.clone(),
             }),
             ..env
@@ -497,8 +517,11 @@ impl ObservedRedis {
     /// Records the request carrying `owner` (drawn by slot `drew`) as it
     /// leaves: an acquire attempt while its slot's job is acquiring, a
     /// command after (or when no slot is known).
-    fn pending(&self, (owner, drew): (String, Option<usize>)) -> Pending {
-        let shared = &self.shared;
+    fn pending(&self, owner: (String, Option<usize>)) -> Pending {
+        Self::pending_in(&self.shared, owner)
+    }
+
+    fn pending_in(shared: &Arc<Shared>, (owner, drew): (String, Option<usize>)) -> Pending {
         let slot = shared.slot_of(drew);
         let acquiring = slot.filter(|&slot| {
             shared.slot(slot, |state| {
@@ -578,6 +601,127 @@ impl ConnectionLike for ObservedRedis {
 
     fn get_db(&self) -> i64 {
         self.inner.get_db()
+    }
+}
+
+/// A worker's raw Redis traffic, reported by something that carries it
+/// byte for byte (the tap in front of a lock adapter's proxy, see
+/// `adapter::tap`) instead of by [`WorkerEnv::redis`].
+///
+/// Such a worker's owner tokens are its library's own, not drawn from
+/// `env.tokens`, so they are learned from the wire: a request that names
+/// the lock key carries the worker's token as its first argument after
+/// the key's position (after the other keys of a script call) that is not
+/// a number or one of `SET`'s options — where every lock library puts it
+/// (`SET key token NX PX ms`, `EVALSHA sha 1 key token …`). A request that
+/// names the key with no such argument (`DEL key`, `GET key`) is recorded
+/// under the worker's newest token. From there the observer records as
+/// for an in-process lock: an acquire attempt while the job acquires,
+/// classified by an out-of-band read of the key after its reply, and an
+/// unclassified command after; the Redis ownership log says what each did.
+/// A request that does not name the lock key (a signal list, a script
+/// load) is not recorded.
+#[derive(Clone, Debug)]
+pub struct WireTap {
+    shared: Arc<Shared>,
+}
+
+/// A recorded request on its way; [`WirePending::answered`] completes it.
+pub struct WirePending(Pending);
+
+/// How a request a [`WireTap`] saw ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WireAnswer {
+    /// A reply that is not an error.
+    Replied,
+    /// An error reply (a definite no).
+    Error(String),
+    /// The connection ended before the reply: the request may have run.
+    Lost(String),
+}
+
+/// Arguments that are never an owner token: `SET`'s options.
+const SET_OPTIONS: [&[u8]; 8] = [
+    b"NX", b"XX", b"PX", b"EX", b"PXAT", b"EXAT", b"GET", b"KEEPTTL",
+];
+
+/// Longest argument taken for an owner token: tokens are UUIDs or
+/// random strings, never a payload.
+const WIRE_TOKEN_LEN_MAX: usize = 256;
+
+fn tokenish(arg: &[u8]) -> bool {
+    let digits = arg.strip_prefix(b"-").unwrap_or(arg);
+    let number = !digits.is_empty() && digits.iter().all(u8::is_ascii_digit);
+    !arg.is_empty()
+        && arg.len() <= WIRE_TOKEN_LEN_MAX
+        && !number
+        && !SET_OPTIONS.iter().any(|o| o.eq_ignore_ascii_case(arg))
+        && std::str::from_utf8(arg).is_ok_and(|t| !t.chars().any(char::is_control))
+}
+
+/// The owner token a request naming `lock_key` carries (see [`WireTap`]).
+fn wire_token<'a>(args: &[&'a [u8]], lock_key: &[u8]) -> Option<&'a [u8]> {
+    let name = args.first()?;
+    let script = [
+        &b"EVAL"[..],
+        b"EVALSHA",
+        b"EVAL_RO",
+        b"EVALSHA_RO",
+        b"FCALL",
+        b"FCALL_RO",
+    ]
+    .iter()
+    .any(|c| c.eq_ignore_ascii_case(name));
+    if script {
+        let keys: usize = std::str::from_utf8(args.get(2)?).ok()?.parse().ok()?;
+        let keys_end = 3usize.checked_add(keys)?;
+        if !args.get(3..keys_end)?.contains(&lock_key) {
+            return None;
+        }
+        return args[keys_end..].iter().copied().find(|a| tokenish(a));
+    }
+    let at = args.iter().skip(1).position(|a| *a == lock_key)? + 1;
+    args[at + 1..].iter().copied().find(|a| tokenish(a))
+}
+
+impl WireTap {
+    /// Records `args` (one request, its command name first) if it names
+    /// `lock_key`; the caller completes it when its reply or the end of its
+    /// connection comes.
+    pub fn request(&self, args: &[&[u8]], lock_key: &[u8]) -> Option<WirePending> {
+        let shared = &self.shared;
+        if !shared.on.load(Ordering::SeqCst) || !args.iter().skip(1).any(|a| *a == lock_key) {
+            return None;
+        }
+        // One job slot: everything the process sends is that slot's. With
+        // several, the wire cannot tell which job sent it.
+        let slot = (shared.seen().slots.len() == 1).then_some(0);
+        let owner = match wire_token(args, lock_key).map(String::from_utf8_lossy) {
+            Some(token) => {
+                let token = token.into_owned();
+                let mut seen = shared.seen();
+                if !seen.tokens.iter().any(|(t, _)| *t == token) {
+                    if seen.tokens.len() >= TOKENS_REMEMBERED_MAX {
+                        seen.tokens.pop_front();
+                    }
+                    seen.tokens.push_back((token.clone(), slot));
+                }
+                (token, slot)
+            }
+            None => shared.seen().tokens.back().cloned()?,
+        };
+        Some(WirePending(ObservedRedis::pending_in(shared, owner)))
+    }
+}
+
+impl WirePending {
+    /// Completes the request with what came back.
+    pub fn answered(self, answer: WireAnswer) {
+        self.0.settle(match answer {
+            WireAnswer::Replied => Answer::Replied,
+            WireAnswer::Error(why) => Answer::Refused(why),
+            WireAnswer::Lost(why) => Answer::Unknown(why),
+        });
     }
 }
 
@@ -714,5 +858,45 @@ impl RawStore for ObservedRawStore {
         self.observer
             .write_answered(op, answer.as_ref().map(write_value));
         answer
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn token(line: &str) -> Option<String> {
+        let args: Vec<&[u8]> = line.split(' ').map(str::as_bytes).collect();
+        wire_token(&args, b"lock:{r}").map(|t| String::from_utf8_lossy(t).into_owned())
+    }
+
+    #[test]
+    fn the_token_is_the_first_plain_argument_after_the_lock_key() {
+        // redis-py, python-redis-lock, pottery and the reference library.
+        assert_eq!(token("SET lock:{r} 5c0e NX PX 1000").as_deref(), Some("5c0e"));
+        assert_eq!(token("set lock:{r} nx px 1000 abc").as_deref(), Some("abc"));
+        assert_eq!(token("EVALSHA 9f3 1 lock:{r} 5c0e 1000").as_deref(), Some("5c0e"));
+        // A script's other keys are skipped (python-redis-lock's signal list).
+        assert_eq!(
+            token("EVALSHA 9f3 2 lock:{r} lock-signal:{r} id-1 1000").as_deref(),
+            Some("id-1")
+        );
+        assert_eq!(token("EVAL x 2 fence:{r} lock:{r} tok 1000").as_deref(), Some("tok"));
+        // No token: a bare delete or read, numbers only, the key as an ARGV.
+        assert_eq!(token("DEL lock:{r}"), None);
+        assert_eq!(token("PEXPIRE lock:{r} 1000"), None);
+        assert_eq!(token("EVALSHA 9f3 1 other lock:{r}"), None);
+        assert_eq!(token("EVALSHA 9f3 x lock:{r} tok"), None);
+    }
+
+    #[test]
+    fn numbers_and_set_options_are_never_tokens() {
+        for arg in ["1000", "-1", "NX", "px", "KEEPTTL", "", "a\nb"] {
+            assert!(!tokenish(arg.as_bytes()), "{arg:?}");
+        }
+        for arg in ["5c0e", "-x", "1e3", "uuid-1"] {
+            assert!(tokenish(arg.as_bytes()), "{arg:?}");
+        }
+        assert!(!tokenish(&[b'a'; WIRE_TOKEN_LEN_MAX + 1]));
     }
 }

@@ -105,17 +105,65 @@ pub struct WorkerEnv {
     /// Starts the worker's own tasks (a renewal task, say): they pause with
     /// the worker and die with it.
     pub spawner: Spawner,
+    /// The worker's paths as addresses another process can dial, for a
+    /// worker that is a process of its own (a lock adapter); `None` in the
+    /// simulation, whose network only its own hosts can reach.
+    pub paths: Option<WirePaths>,
+    /// Where a worker's raw Redis traffic is reported to the whole-worker
+    /// observer, for traffic that does not pass through [`WorkerEnv::redis`]
+    /// (a lock adapter's own connections); set by the observer.
+    pub wire_tap: Option<crate::whole_worker::WireTap>,
 }
+
+/// One worker's fault-injected paths, as addresses a separate process can
+/// dial: what the real world hands a lock adapter.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WirePaths {
+    /// The worker's own Redis proxy, `host:port`.
+    pub redis_addr: String,
+    /// The worker's own PostgreSQL proxy, as a connection URL.
+    pub postgres_url: String,
+}
+
+/// What happens to a worker as a whole, for parts of it that are not
+/// futures the world can freeze or drop (a lock adapter's process).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WorkerSignal {
+    /// A stop-the-world pause began.
+    Pause,
+    /// The pause ended.
+    Resume,
+    /// The worker crashed.
+    Kill,
+}
+
+/// Told each [`WorkerSignal`] of one worker.
+pub type SignalHook = Arc<dyn Fn(WorkerSignal) + Send + Sync>;
+
+/// Most hooks one worker's [`Spawner`] may hold: one process per worker.
+pub const SIGNAL_HOOKS_MAX: usize = 4;
 
 /// Most live tasks one worker may have spawned at once (finished ones do
 /// not count): a worker runs a job and a renewal task or two, not a pool.
 pub const WORKER_TASKS_MAX: usize = 64;
 
-#[derive(Debug, Default)]
+#[derive(Default)]
 struct Tasks {
     /// Set by a crash: every task was aborted, and later spawns are too.
     dead: bool,
     live: Vec<AbortHandle>,
+    /// Told of a crash (see [`Spawner::on_signal`]).
+    kill_hooks: Vec<SignalHook>,
+}
+
+impl std::fmt::Debug for Tasks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tasks")
+            .field("dead", &self.dead)
+            .field("live", &self.live.len())
+            .field("kill_hooks", &self.kill_hooks.len())
+            .finish()
+    }
 }
 
 /// Starts tasks that belong to one worker, as a process's threads belong to
@@ -175,15 +223,57 @@ impl Spawner {
     }
 
     /// Aborts every task spawned so far and every later one: the worker
-    /// crashed.
+    /// crashed. Hooks hear [`WorkerSignal::Kill`].
     pub fn kill(&self) {
-        let live = {
+        let (live, hooks) = {
             let mut tasks = self.lock();
+            let first = !tasks.dead;
             tasks.dead = true;
-            std::mem::take(&mut tasks.live)
+            let hooks = if first {
+                tasks.kill_hooks.clone()
+            } else {
+                Vec::new()
+            };
+            (std::mem::take(&mut tasks.live), hooks)
         };
+        for hook in hooks {
+            hook(WorkerSignal::Kill);
+        }
         for task in live {
             task.abort();
+        }
+    }
+
+    /// Tells `hook` of the worker's pauses, resumes and crash from now on:
+    /// how a part of the worker that is not a future — a lock adapter's
+    /// process — stops, goes on and dies with it. A worker that already
+    /// crashed tells it [`WorkerSignal::Kill`] at once.
+    ///
+    /// Panics past [`SIGNAL_HOOKS_MAX`] hooks.
+    pub fn on_signal(&self, hook: SignalHook) {
+        let dead = {
+            let mut tasks = self.lock();
+            assert!(
+                tasks.kill_hooks.len() < SIGNAL_HOOKS_MAX,
+                "at most {SIGNAL_HOOKS_MAX} signal hooks a worker"
+            );
+            tasks.kill_hooks.push(hook.clone());
+            tasks.dead
+        };
+        if dead {
+            hook(WorkerSignal::Kill);
+            return;
+        }
+        let paused = hook.clone();
+        self.pause.on_change(Arc::new(move |frozen| {
+            paused(if frozen {
+                WorkerSignal::Pause
+            } else {
+                WorkerSignal::Resume
+            })
+        }));
+        if self.pause.is_frozen() {
+            hook(WorkerSignal::Pause);
         }
     }
 

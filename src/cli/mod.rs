@@ -130,6 +130,64 @@ pub fn protocol(name: &str) -> Result<Arc<dyn Protocol>, CliError> {
     })
 }
 
+/// The lock adapters `--adapter NAME=COMMAND` names, checked before any
+/// work: each spec parses, no name is given twice or shadows a built-in
+/// protocol, the world is real, and each program can be found (a path that
+/// exists, or a name on `PATH`).
+pub fn adapters(
+    specs: &[String],
+    world: &str,
+) -> Result<Vec<redfence_scenarios::adapter::AdapterProtocol>, CliError> {
+    if specs.is_empty() {
+        return Ok(Vec::new());
+    }
+    if world != "real" {
+        return Err(CliError::Invalid(
+            "--adapter runs a lock adapter process per worker, on real servers only: add --world real"
+                .into(),
+        ));
+    }
+    let mut adapters: Vec<redfence_scenarios::adapter::AdapterProtocol> = Vec::new();
+    for spec in specs {
+        let adapter = redfence_scenarios::adapter::AdapterProtocol::parse(spec)
+            .map_err(|e| CliError::Invalid(e.to_string()))?;
+        let name = adapter.name().to_owned();
+        if protocols::by_name(&name).is_some() {
+            return Err(CliError::Invalid(format!(
+                "--adapter {name}: a built-in protocol has that name; call the adapter something else"
+            )));
+        }
+        if adapters.iter().any(|a| a.name() == name) {
+            return Err(CliError::Invalid(format!(
+                "--adapter {name} is given twice; name each once"
+            )));
+        }
+        let program = &adapter.argv()[0];
+        if !program_exists(program) {
+            return Err(CliError::Invalid(format!(
+                "--adapter {name}: cannot find the program {program:?} (not a file, and not on PATH)"
+            )));
+        }
+        adapters.push(adapter);
+    }
+    Ok(adapters)
+}
+
+/// Whether `program` names an executable file, as a path or on `PATH`.
+fn program_exists(program: &str) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    let executable = |path: &std::path::Path| {
+        path.metadata()
+            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if program.contains('/') {
+        return executable(std::path::Path::new(program));
+    }
+    std::env::var_os("PATH").is_some_and(|paths| {
+        std::env::split_paths(&paths).any(|dir| executable(&dir.join(program)))
+    })
+}
+
 /// The world called `name`.
 pub fn world(name: &str) -> Result<Box<dyn WorldFactory>, CliError> {
     match name {

@@ -47,9 +47,15 @@ pub struct RunArgs {
     /// Scenario to run (repeatable; default: all).
     #[arg(long = "scenario", value_name = "NAME")]
     scenarios: Vec<String>,
-    /// Protocol to run (repeatable; default: the reference and every mutant).
+    /// Protocol to run (repeatable; default: the reference and every
+    /// mutant, or none when --adapter is given).
     #[arg(long = "protocol", value_name = "NAME")]
     protocols: Vec<String>,
+    /// A lock adapter to run as a protocol, NAME=COMMAND (repeatable; real
+    /// world only): one process per worker speaking the adapter protocol
+    /// (docs/adapter-protocol.md).
+    #[arg(long = "adapter", value_name = "NAME=COMMAND")]
+    adapters: Vec<String>,
     /// Seeds per scenario × protocol.
     #[arg(long, value_name = "N", conflicts_with = "seed")]
     seeds: Option<u64>,
@@ -167,6 +173,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
         (Some(dir), false) => Some(dir.clone()),
         (None, false) => Some(PathBuf::from(DIR_DEFAULT)).filter(|d| d.is_dir()),
     };
+    let adapters = super::adapters(&args.adapters, &args.world)?;
     let worlds = super::world(&args.world)?;
     let real = worlds.kind() == WorldKind::Real;
     let (seed_first, seeds) = match (args.seed, args.seeds) {
@@ -187,7 +194,18 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
     }
     let plan = SweepPlan {
         scenarios: super::scenarios(&args.scenarios)?,
-        protocols: super::protocols(&args.protocols)?,
+        protocols: {
+            let mut protocols = if adapters.is_empty() || !args.protocols.is_empty() {
+                super::protocols(&args.protocols)?
+            } else {
+                Vec::new()
+            };
+            protocols.extend(adapters.iter().map(|a| {
+                std::sync::Arc::new(a.clone())
+                    as std::sync::Arc<dyn redfence_scenarios::protocol::Protocol>
+            }));
+            protocols
+        },
         seed_first,
         seeds,
         // Real worlds each start their own servers and measure real time:
@@ -222,6 +240,14 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
     super::signals::park_if_interrupted();
     drop(watchdog);
     progress.finish();
+    for adapter in &adapters {
+        for problem in adapter.problems().take() {
+            eprintln!(
+                "adapter {}: {problem}",
+                redfence_scenarios::protocol::Protocol::name(adapter)
+            );
+        }
+    }
     record_provenance(&mut result);
     if let Some(provenance) = &mut result.provenance {
         provenance.wall_ms = Some(started.elapsed().as_millis() as u64);

@@ -36,6 +36,7 @@ impl World for RealWorld {
     fn spawn_worker(&mut self, index: usize, job: WorkerJob) -> Result<(), WorldError> {
         let clock = self.clock();
         let op_timeout = self.op_timeout;
+        let paths = self.wire_paths(index)?;
         let slot = self.slot_mut(index)?;
         if slot.task.is_some() {
             return Err(WorldError::Failed(format!(
@@ -67,6 +68,8 @@ impl World for RealWorld {
             jitter: Arc::new(ThreadRngJitter),
             clock,
             spawner: slot.spawner.clone(),
+            paths,
+            wire_tap: None,
         };
         let paused = slot.pause.wrap(job(env));
         let finished = slot.finished.clone();

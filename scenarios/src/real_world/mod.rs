@@ -243,6 +243,27 @@ pub struct RealWorld {
 }
 
 impl RealWorld {
+    /// Worker `index`'s paths as addresses a process of its own dials (a
+    /// lock adapter). `None` with Sentinel: a Sentinel-aware client maps
+    /// each address Sentinel names to its own proxy, which only the
+    /// in-process client does today.
+    fn wire_paths(&self, index: usize) -> Result<Option<crate::world::WirePaths>, WorldError> {
+        let cluster = self.cluster.as_ref().expect("present until dropped");
+        if cluster.worker_address_map(index).is_some() {
+            return Ok(None);
+        }
+        let redis_url = cluster.worker_redis_url(index).map_err(chaos_error)?;
+        let redis_addr = redis_url
+            .trim_start_matches("redis://")
+            .trim_end_matches('/')
+            .to_owned();
+        let postgres_url = cluster.worker_postgres_url(index).map_err(chaos_error)?;
+        Ok(Some(crate::world::WirePaths {
+            redis_addr,
+            postgres_url,
+        }))
+    }
+
     /// Starts servers and proxies as `config` says, laid out as `spec` asks,
     /// and connects every worker's paths.
     pub fn start(config: &ChaosConfig, spec: &WorldSpec) -> Result<Self, WorldError> {

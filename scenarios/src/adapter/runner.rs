@@ -1,0 +1,545 @@
+//! One worker's adapter as a whole-worker [`JobRunner`]: each job is sent
+//! to the adapter process, its protected writes are made on the worker's
+//! store path, and its `done` is the job's report.
+//!
+//! The process starts when the protocol is plugged in (so an interpreter's
+//! start-up overlaps the world's), and `init` goes with the first job,
+//! when the resource is known. Messages are handled by one task of the
+//! worker's own (`env.spawner`), so a pause of the worker stops the
+//! harness's side of it too — a `write` the adapter sent just before its
+//! `SIGSTOP` is made after the pause, as an in-process worker's would be.
+//! The tap in front of the Redis proxy is the network's and is never
+//! paused.
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use redfence_core::{
+    Fence, FencedWrite, JobId, JobOutcome, JobWrite, LockConfig, OwnerToken, ResourceName,
+    StoreError, WriteOutcome,
+};
+use tokio::sync::{mpsc, oneshot, Notify};
+use tokio::task::AbortHandle;
+
+use super::message::{
+    FromAdapter, LockSettings, PostgresPath, RedisPath, ToAdapter, PROTOCOL_VERSION,
+};
+use super::process::{AdapterProcess, LineEvent};
+use super::tap::{self, TapConfig};
+use super::Problems;
+use crate::history::JobReport;
+use crate::protocol::{Job, JobRunner};
+use crate::world::WorkerEnv;
+
+/// How long an adapter has to answer `init` with `ready`.
+pub const READY_TIMEOUT_MS: u64 = 10_000;
+
+/// What `ready` said.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Ready {
+    /// The lock library.
+    pub library: String,
+    /// Its version.
+    pub library_version: Option<String>,
+    /// Whether it issues fences.
+    pub fences: bool,
+}
+
+/// The harness's side of one adapter, shared by its jobs and its message
+/// task.
+struct Link {
+    worker: String,
+    process: Arc<AdapterProcess>,
+    lines: RefCell<Option<mpsc::Receiver<LineEvent>>>,
+    listener: RefCell<Option<std::net::TcpListener>>,
+    tap: RefCell<Option<AbortHandle>>,
+    ready: RefCell<Option<Result<Ready, String>>>,
+    ready_seen: Notify,
+    /// Jobs sent and not yet done, by id.
+    jobs: RefCell<BTreeMap<String, oneshot::Sender<Result<JobReport, String>>>>,
+    /// Why the link broke, once it did.
+    broken: RefCell<Option<String>>,
+    problems: Problems,
+}
+
+impl Drop for Link {
+    fn drop(&mut self) {
+        if let Some(tap) = self.tap.borrow_mut().take() {
+            tap.abort();
+        }
+        // The protocol's shutdown; an adapter the harness did not kill
+        // must exit with 0 (conformance checks it).
+        let killed = self.process.killed();
+        let status = self.process.stop();
+        if !killed && self.broken.borrow().is_none() && status != "exit status 0" {
+            self.problems.push(format!(
+                "{}'s adapter did not exit with 0 after shutdown: {status}",
+                self.worker
+            ));
+        }
+    }
+}
+
+impl Link {
+    /// Marks the link broken: every waiting job and `ready` fail with
+    /// `why`, the adapter's stderr quoted. A crash the harness caused is
+    /// not a problem of the adapter's.
+    fn break_with(&self, why: String) {
+        if self.broken.borrow().is_some() {
+            return;
+        }
+        let why = if self.process.killed() {
+            why
+        } else {
+            let status = self.process.exit_status();
+            let tail = self.process.stderr_tail();
+            let tail: String = tail
+                .chars()
+                .rev()
+                .take(2_000)
+                .collect::<Vec<_>>()
+                .into_iter()
+                .rev()
+                .collect();
+            let why = match status {
+                Some(status) => format!("{why} (the adapter {status})"),
+                None => why,
+            };
+            let why = if tail.is_empty() {
+                why
+            } else {
+                format!("{why}; its stderr ended with:\n{tail}")
+            };
+            self.problems.push(why.clone());
+            why
+        };
+        *self.broken.borrow_mut() = Some(why.clone());
+        if self.ready.borrow().is_none() {
+            *self.ready.borrow_mut() = Some(Err(why.clone()));
+            self.ready_seen.notify_waiters();
+        }
+        for (_, job) in std::mem::take(&mut *self.jobs.borrow_mut()) {
+            let _ = job.send(Err(why.clone()));
+        }
+    }
+}
+
+/// A worker's adapter as a [`JobRunner`].
+pub struct AdapterRunner {
+    link: Rc<Link>,
+    env: WorkerEnv,
+    config: LockConfig,
+    started: RefCell<bool>,
+}
+
+impl AdapterRunner {
+    /// Starts `argv` for the worker `env` belongs to. A start that fails
+    /// makes every job fail with the reason (and records it in
+    /// `problems`).
+    pub(super) fn start(
+        argv: &[String],
+        env: WorkerEnv,
+        config: &LockConfig,
+        problems: Problems,
+    ) -> Result<Self, String> {
+        let Some(paths) = env.paths.clone() else {
+            return Err(format!(
+                "{}: a lock adapter runs only on real servers without Sentinel (this world gives a worker no address another process can dial)",
+                env.name
+            ));
+        };
+        if env.wire_tap.is_none() {
+            return Err(format!("{}: the worker is not observed", env.name));
+        }
+        let listener = std::net::TcpListener::bind("127.0.0.1:0")
+            .map_err(|e| format!("{}: binding its tap: {e}", env.name))?;
+        let port = listener
+            .local_addr()
+            .map_err(|e| format!("{}: its tap's address: {e}", env.name))?
+            .port();
+        let vars = vec![
+            (
+                "REDFENCE_ADAPTER_PROTOCOL".to_owned(),
+                PROTOCOL_VERSION.to_string(),
+            ),
+            ("REDFENCE_WORKER".to_owned(), env.name.clone()),
+            ("REDFENCE_REDIS_HOST".to_owned(), "127.0.0.1".to_owned()),
+            ("REDFENCE_REDIS_PORT".to_owned(), port.to_string()),
+            (
+                "REDFENCE_REDIS_URL".to_owned(),
+                format!("redis://127.0.0.1:{port}/0"),
+            ),
+            (
+                "REDFENCE_POSTGRES_URL".to_owned(),
+                paths.postgres_url.clone(),
+            ),
+        ];
+        let (process, lines) =
+            AdapterProcess::start(&env.name, argv, &vars).map_err(|e| e.to_string())?;
+        let link = Rc::new(Link {
+            worker: env.name.clone(),
+            process: Arc::new(process),
+            lines: RefCell::new(Some(lines)),
+            listener: RefCell::new(Some(listener)),
+            tap: RefCell::new(None),
+            ready: RefCell::new(None),
+            ready_seen: Notify::new(),
+            jobs: RefCell::default(),
+            broken: RefCell::new(None),
+            problems,
+        });
+        // The worker's pauses and crash reach the process group. Weak: the
+        // hook outlives the runner in the world, the process must not.
+        let process = Arc::downgrade(&link.process);
+        env.spawner.on_signal(Arc::new(move |signal| {
+            if let Some(process) = process.upgrade() {
+                process.signal(signal);
+            }
+        }));
+        Ok(Self {
+            link,
+            env,
+            config: config.clone(),
+            started: RefCell::new(false),
+        })
+    }
+
+    /// The first job's set-up: the tap, the message task, `init`, `ready`.
+    async fn ensure_started(&self, resource: &str) -> Result<(), String> {
+        if !*self.started.borrow() {
+            *self.started.borrow_mut() = true;
+            self.begin(resource)?;
+        }
+        let waited = tokio::time::timeout(Duration::from_millis(READY_TIMEOUT_MS), async {
+            // Bounded by the timeout around it.
+            loop {
+                let notified = self.link.ready_seen.notified();
+                if let Some(ready) = self.link.ready.borrow().clone() {
+                    return ready.map(|_| ());
+                }
+                notified.await;
+            }
+        })
+        .await;
+        match waited {
+            Ok(result) => result,
+            Err(_) => {
+                let why = format!(
+                    "{}'s adapter did not answer init within {READY_TIMEOUT_MS} ms",
+                    self.link.worker
+                );
+                self.link.break_with(why.clone());
+                Err(self.link.broken.borrow().clone().unwrap_or(why))
+            }
+        }
+    }
+
+    fn begin(&self, resource: &str) -> Result<(), String> {
+        let env = &self.env;
+        let paths = env.paths.clone().expect("checked at start");
+        let tap = env.wire_tap.clone().expect("checked at start");
+        let name = crate::protocols::resource_name(resource).map_err(|e| e.to_string())?;
+        let keys = self.config.keys();
+        let lock_key = keys.lock_key(&name);
+        let listener = self.link.listener.borrow_mut().take().expect("begun once");
+        let port = listener.local_addr().map_err(|e| e.to_string())?.port();
+        let handle = tap::start(
+            listener,
+            TapConfig {
+                upstream: paths.redis_addr.clone(),
+                lock_key: lock_key.clone().into_bytes(),
+                tap,
+            },
+        )
+        .map_err(|e| format!("{}: starting its tap: {e}", env.name))?;
+        *self.link.tap.borrow_mut() = Some(handle);
+        let lines = self.link.lines.borrow_mut().take().expect("begun once");
+        let link = self.link.clone();
+        let task_env = env.clone();
+        let task_resource = name.clone();
+        env.spawner.spawn(async move {
+            handle_messages(link, task_env, task_resource, lines).await;
+        });
+        let init = ToAdapter::Init {
+            protocol: PROTOCOL_VERSION,
+            worker: env.name.clone(),
+            redis: RedisPath {
+                host: "127.0.0.1".into(),
+                port,
+                url: format!("redis://127.0.0.1:{port}/0"),
+            },
+            postgres: PostgresPath {
+                url: paths.postgres_url,
+            },
+            lock: LockSettings {
+                key: lock_key,
+                fence_key: keys.fence_key(&name),
+                resource: resource.to_owned(),
+                lease_ms: self.config.lease_ms(),
+                renew_interval_ms: self.config.renew_interval_ms(),
+                hold_ms_max: self.config.hold_ms_max(),
+                acquire_deadline_ms: self.config.acquire_deadline_ms(),
+                op_timeout_ms: self.config.op_timeout_ms(),
+                fence_source: self.config.fence_source().name().to_owned(),
+            },
+        };
+        if !self.link.process.send(init.line()) {
+            self.link
+                .break_with(format!("{}'s adapter closed its stdin", env.name));
+        }
+        Ok(())
+    }
+}
+
+#[async_trait(?Send)]
+impl JobRunner for AdapterRunner {
+    async fn run(&self, job: &Job) -> JobReport {
+        if let Err(why) = self.ensure_started(&job.resource).await {
+            tracing::warn!(worker = %self.link.worker, "{why}");
+            return JobReport::Failed;
+        }
+        if let Some(why) = self.link.broken.borrow().clone() {
+            tracing::warn!(worker = %self.link.worker, "{why}");
+            return JobReport::Failed;
+        }
+        let (done, answer) = oneshot::channel();
+        {
+            let mut jobs = self.link.jobs.borrow_mut();
+            if jobs.contains_key(&job.job_id) {
+                return JobReport::Failed;
+            }
+            jobs.insert(job.job_id.clone(), done);
+        }
+        let sent = self.link.process.send(
+            ToAdapter::Job {
+                job: job.job_id.clone(),
+                resource: job.resource.clone(),
+                work_ms: job.work_ms,
+            }
+            .line(),
+        );
+        if !sent {
+            self.link
+                .break_with(format!("{}'s adapter closed its stdin", self.link.worker));
+        }
+        match answer.await {
+            Ok(Ok(report)) => report,
+            Ok(Err(why)) => {
+                tracing::warn!(worker = %self.link.worker, "{why}");
+                JobReport::Failed
+            }
+            Err(_) => JobReport::Failed,
+        }
+    }
+}
+
+/// The worker's message task: every line from the adapter, in order.
+async fn handle_messages(
+    link: Rc<Link>,
+    env: WorkerEnv,
+    resource: ResourceName,
+    mut lines: mpsc::Receiver<LineEvent>,
+) {
+    // Bounded by the adapter's output: ends at its end or a bad line.
+    while let Some(event) = lines.recv().await {
+        let line = match event {
+            LineEvent::Line(line) => line,
+            LineEvent::TooLong => {
+                link.break_with(format!(
+                    "{}'s adapter sent a line over {} bytes",
+                    link.worker,
+                    super::message::LINE_BYTES_MAX
+                ));
+                return;
+            }
+            LineEvent::NotText => {
+                link.break_with(format!(
+                    "{}'s adapter sent a line that is not UTF-8",
+                    link.worker
+                ));
+                return;
+            }
+            LineEvent::End => {
+                link.break_with(format!("{}'s adapter closed its stdout", link.worker));
+                return;
+            }
+        };
+        let message = match FromAdapter::parse(&link.worker, &line) {
+            Ok(message) => message,
+            Err(bad) => {
+                link.break_with(bad.to_string());
+                return;
+            }
+        };
+        match message {
+            FromAdapter::Ready {
+                protocol,
+                library,
+                library_version,
+                fences,
+            } => {
+                if protocol != PROTOCOL_VERSION {
+                    link.break_with(format!(
+                        "{}'s adapter speaks protocol {protocol}, this harness {PROTOCOL_VERSION}",
+                        link.worker
+                    ));
+                    return;
+                }
+                let ready = Ready {
+                    library,
+                    library_version,
+                    fences,
+                };
+                link.problems.set_library(ready.clone());
+                *link.ready.borrow_mut() = Some(Ok(ready));
+                link.ready_seen.notify_waiters();
+            }
+            FromAdapter::Done { job, report, .. } => {
+                let waiting = link.jobs.borrow_mut().remove(&job);
+                match waiting {
+                    Some(done) => {
+                        let _ = done.send(Ok(report.into()));
+                    }
+                    None => {
+                        link.break_with(format!(
+                            "{}'s adapter sent done for job {job:?}, which is not running",
+                            link.worker
+                        ));
+                        return;
+                    }
+                }
+            }
+            FromAdapter::Write {
+                id,
+                job,
+                owner,
+                fence,
+            } => {
+                let reply = write(&env, &resource, &job, &owner, fence).await;
+                let reply = match reply {
+                    Ok(outcome) => outcome_message(id, outcome),
+                    Err((definite, detail)) => ToAdapter::Written {
+                        id,
+                        outcome: "error".into(),
+                        last_fence: None,
+                        definite: Some(definite),
+                        detail: Some(detail),
+                    },
+                };
+                link.process.send(reply.line());
+            }
+            FromAdapter::NextFence { id } => {
+                let reply = match next_fence(&env, &resource).await {
+                    Ok(fence) => ToAdapter::Fence {
+                        id,
+                        fence: Some(fence),
+                        error: None,
+                    },
+                    Err(why) => ToAdapter::Fence {
+                        id,
+                        fence: None,
+                        error: Some(why),
+                    },
+                };
+                link.process.send(reply.line());
+            }
+            FromAdapter::Error { message } => {
+                link.break_with(format!("{}'s adapter gave up: {message}", link.worker));
+                return;
+            }
+        }
+    }
+}
+
+/// What a write did, in the protocol's words.
+enum Written {
+    Applied,
+    AlreadyDone,
+    Stale(i64),
+    NotFound,
+}
+
+fn outcome_message(id: u64, outcome: Written) -> ToAdapter {
+    let (outcome, last_fence) = match outcome {
+        Written::Applied => ("accepted", None),
+        Written::AlreadyDone => ("already-done", None),
+        Written::Stale(last) => ("stale", Some(last)),
+        Written::NotFound => ("not-found", None),
+    };
+    ToAdapter::Written {
+        id,
+        outcome: outcome.into(),
+        last_fence,
+        definite: None,
+        detail: None,
+    }
+}
+
+fn store_failure(error: StoreError) -> (bool, String) {
+    (error.definitely_not_applied(), error.to_string())
+}
+
+/// The protected write on the worker's (observed) store path: fenced when
+/// the lock gave a fence, else the unchecked path with no fence (fence 0),
+/// which `unfenced-stale-write` judges.
+async fn write(
+    env: &WorkerEnv,
+    resource: &ResourceName,
+    job_id: &str,
+    owner: &str,
+    fence: Option<i64>,
+) -> Result<Written, (bool, String)> {
+    let bad = |why: String| (true, why);
+    let resource = resource.clone();
+    let job = Job {
+        resource: resource.as_str().to_owned(),
+        job_id: job_id.to_owned(),
+        work_ms: 0,
+    };
+    let value = job.value(&env.name, fence);
+    match fence {
+        Some(fence) => {
+            let write = JobWrite {
+                job_id: JobId::new(job_id).map_err(|e| bad(format!("job id: {e}")))?,
+                write: FencedWrite {
+                    resource,
+                    fence: Fence::new(fence).map_err(|e| bad(format!("fence: {e}")))?,
+                    owner: OwnerToken::new(owner).map_err(|e| bad(format!("owner: {e}")))?,
+                    value,
+                },
+            };
+            match env.store.apply_job(&write).await {
+                Ok(JobOutcome::Applied) => Ok(Written::Applied),
+                Ok(JobOutcome::AlreadyDone) => Ok(Written::AlreadyDone),
+                Ok(JobOutcome::Stale { last_fence }) => Ok(Written::Stale(last_fence)),
+                Ok(JobOutcome::NotFound) => Ok(Written::NotFound),
+                Err(error) => Err(store_failure(error)),
+            }
+        }
+        None => {
+            OwnerToken::new(owner).map_err(|e| bad(format!("owner: {e}")))?;
+            match env
+                .raw_store
+                .write_unchecked(resource.as_str(), 0, owner, Some(job_id), &value)
+                .await
+            {
+                Ok(WriteOutcome::Accepted) => Ok(Written::Applied),
+                Ok(WriteOutcome::Stale { last_fence }) => Ok(Written::Stale(last_fence)),
+                Ok(WriteOutcome::NotFound) => Ok(Written::NotFound),
+                Err(error) => Err(store_failure(error)),
+            }
+        }
+    }
+}
+
+async fn next_fence(env: &WorkerEnv, resource: &ResourceName) -> Result<i64, String> {
+    env.store_fences
+        .fence_for(resource, None)
+        .await
+        .map(|fence| fence.get())
+        .map_err(|e| e.to_string())
+}
