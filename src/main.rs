@@ -36,6 +36,8 @@ enum Command {
     /// Run the same cells in the simulation and the real world; table where
     /// their verdicts agree.
     Agree(cli::agree::AgreeArgs),
+    /// Check a lock adapter (a program speaking the adapter protocol).
+    Adapter(cli::adapter::AdapterArgs),
 }
 
 fn main() -> ExitCode {
@@ -50,6 +52,7 @@ fn main() -> ExitCode {
         Command::Explore(explore) => cli::explore::explore(explore),
         Command::Agree(agree) => cli::agree::agree(agree),
         Command::Report(report) => cli::report::report(report),
+        Command::Adapter(adapter) => cli::adapter::adapter(adapter),
     };
     // A signal's stop ends the process itself (exit 130/143), after its
     // teardown: what the interrupted work returned is not reported.

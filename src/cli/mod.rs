@@ -1,6 +1,7 @@
 //! The commands, one file each, and what they share: choosing scenarios,
 //! protocols and worlds by name with errors that list the known names.
 
+pub mod adapter;
 pub mod agree;
 pub mod corpus;
 pub mod explore;

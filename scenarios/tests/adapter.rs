@@ -1,0 +1,328 @@
+//! Lock adapters on real servers: the reference library and three Python
+//! libraries, each a process of its own speaking the adapter protocol
+//! (docs/adapter-protocol.md), judged from what reached Redis and
+//! PostgreSQL.
+//!
+//! - Every shipped adapter passes the conformance check, and an adapter
+//!   that lies (writes without holding, reports success without a write)
+//!   fails it: truth is the servers', not the adapter's word.
+//! - A pause is `SIGSTOP` of the whole process: the reference adapter's
+//!   stale write is refused by its fence; redis-py's and
+//!   python-redis-lock's (whose renewal thread stops with it) are accepted
+//!   with no fence to stop them — the verdict a team acts on.
+//! - A crash is `SIGKILL`, and no adapter process outlives its run.
+//!
+//! Run under scripts/with-services (servers) with the adapters'
+//! environment made by scripts/adapters (this test runs it, and builds the
+//! reference adapter):
+//! `bash scripts/with-services cargo test -p redfence-scenarios --test adapter`.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use redfence_scenarios::adapter::conformance::check_adapter;
+use redfence_scenarios::adapter::AdapterProtocol;
+use redfence_scenarios::catalog;
+use redfence_scenarios::protocol::Protocol;
+use redfence_scenarios::real_world::RealWorlds;
+use redfence_scenarios::run::{run_one, RunRecord};
+use redfence_scenarios::{FenceOutcome, Property, Status};
+
+/// Real runs share two cores and their timing matters: one at a time.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("the workspace root")
+        .to_path_buf()
+}
+
+fn worlds() -> RealWorlds {
+    RealWorlds::local_from_env().unwrap_or_else(|e| panic!("{e} (run under scripts/with-services)"))
+}
+
+/// The adapters' Python, from scripts/adapters (which makes the venv once).
+fn python() -> String {
+    let out = Command::new("bash")
+        .arg(root().join("scripts/adapters"))
+        .output()
+        .expect("running scripts/adapters");
+    assert!(
+        out.status.success(),
+        "scripts/adapters failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap().trim().to_owned()
+}
+
+/// The reference adapter's binary, built if needed.
+fn reference_binary() -> String {
+    let status = Command::new(env!("CARGO"))
+        .args(["build", "-q", "-p", "redfence-adapter-reference"])
+        .current_dir(root())
+        .status()
+        .expect("running cargo build");
+    assert!(status.success(), "building the reference adapter failed");
+    let target = std::env::var("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| root().join("target"));
+    let binary = target.join("debug/redfence-reference-adapter");
+    assert!(binary.is_file(), "{} was not built", binary.display());
+    binary.display().to_string()
+}
+
+fn python_adapter(name: &str, file: &str) -> AdapterProtocol {
+    let script = root().join("adapters/python").join(file);
+    AdapterProtocol::new(name, vec![python(), script.display().to_string()])
+}
+
+fn reference_adapter() -> AdapterProtocol {
+    AdapterProtocol::new("reference-adapter", vec![reference_binary()])
+}
+
+fn run(scenario: &str, adapter: &AdapterProtocol, seed: u64) -> RunRecord {
+    let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let scenario = catalog::by_name(scenario).expect("scenario in the catalog");
+    let started = Instant::now();
+    let record = run_one(
+        &worlds(),
+        scenario.as_ref(),
+        Arc::new(adapter.clone()),
+        seed,
+    );
+    eprintln!(
+        "{} × {} seed {seed}: {:.1} s\n  {}",
+        record.scenario,
+        record.protocol,
+        started.elapsed().as_secs_f64(),
+        summary(&record)
+    );
+    record
+}
+
+fn summary(record: &RunRecord) -> String {
+    let mut lines = Vec::new();
+    if let Some(error) = &record.error {
+        lines.push(format!("error: {error}"));
+    }
+    for verdict in &record.verdicts {
+        lines.push(format!(
+            "{}: {:?} — {}",
+            verdict.property.name(),
+            verdict.status,
+            verdict.explanation
+        ));
+    }
+    lines.join("\n  ")
+}
+
+fn status(record: &RunRecord, property: Property) -> Status {
+    record
+        .verdicts
+        .iter()
+        .find(|v| v.property == property)
+        .map(|v| v.status)
+        .expect("every property is judged")
+}
+
+/// No process of an adapter is left: each one the runs started was
+/// reaped and unregistered.
+fn assert_no_adapter_left(adapter: &AdapterProtocol) {
+    let program = &adapter.argv()[adapter.argv().len() - 1];
+    let left: Vec<String> = std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .filter(|c| c.contains(program.as_str()))
+        .collect();
+    assert!(left.is_empty(), "adapter processes left: {left:?}");
+}
+
+#[test]
+fn every_shipped_adapter_conforms() {
+    let adapters = [
+        reference_adapter(),
+        python_adapter("redis-py-lock", "redis_py_lock.py"),
+        python_adapter("python-redis-lock", "python_redis_lock_adapter.py"),
+        python_adapter("pottery-redlock", "pottery_redlock.py"),
+    ];
+    for adapter in &adapters {
+        let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+        let conformance = check_adapter(&worlds(), adapter);
+        let report: Vec<String> = conformance
+            .checks
+            .iter()
+            .map(|c| {
+                format!(
+                    "{} {}: {}",
+                    if c.passed { "ok" } else { "FAIL" },
+                    c.name,
+                    c.detail
+                )
+            })
+            .collect();
+        eprintln!("{}:\n  {}", adapter.name(), report.join("\n  "));
+        assert!(conformance.passed(), "{}: {report:#?}", adapter.name());
+        assert_eq!(conformance.checks.len(), 5);
+        let library = adapter
+            .problems()
+            .library()
+            .expect("ready named its library");
+        assert_eq!(library.fences, adapter.name() == "reference-adapter");
+        assert_no_adapter_left(adapter);
+    }
+}
+
+/// An adapter that takes no lock, writes under a token of its own making
+/// and reports success: the servers show it never held the key, so the
+/// conformance check fails — and the verdicts say what it did.
+#[test]
+fn a_lying_adapter_fails_conformance() {
+    let dir = std::env::temp_dir().join(format!("redfence-liar-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let liar = dir.join("liar.py");
+    std::fs::write(
+        &liar,
+        format!(
+            r#"import sys
+sys.path.insert(0, {lib:?})
+import redfence_adapter as rf
+
+def setup(init):
+    return None
+
+def job(ctx, msg):
+    reply = rf.write(msg["job"], "trust-me", None)
+    return "success", "I held the lock, honestly"
+
+if __name__ == "__main__":
+    rf.run("redis", setup, job, fences=False, library_label="liar")
+"#,
+            lib = root().join("adapters/python").display().to_string()
+        ),
+    )
+    .unwrap();
+    let adapter = AdapterProtocol::new("liar", vec![python(), liar.display().to_string()]);
+    let conformance = {
+        let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+        check_adapter(&worlds(), &adapter)
+    };
+    std::fs::remove_dir_all(&dir).unwrap();
+    let failed: Vec<&str> = conformance
+        .checks
+        .iter()
+        .filter(|c| !c.passed)
+        .map(|c| c.name)
+        .collect();
+    assert!(
+        failed.contains(&"acquires on the key init names, with its token on the wire")
+            && failed.contains(&"writes under the token it holds"),
+        "{:#?}",
+        conformance.checks
+    );
+    // Its writes were accepted (there is no fence to refuse them), and the
+    // properties name what that means.
+    let first = &conformance.runs[0];
+    assert_eq!(
+        status(first, Property::FailClosed),
+        Status::Violated,
+        "{}",
+        summary(first)
+    );
+}
+
+#[test]
+fn the_reference_adapter_refuses_the_stale_write_after_a_real_sigstop() {
+    let adapter = reference_adapter();
+    let record = run("stale-worker-pause", &adapter, 0);
+    assert!(record.error.is_none(), "{}", summary(&record));
+    assert!(record.violated().is_empty(), "{}", summary(&record));
+    // The paused process woke after its successor wrote, and its write
+    // reached the store and was refused by its fence.
+    assert_eq!(
+        status(&record, Property::StaleOwnerRejected),
+        Status::Held,
+        "{}",
+        summary(&record)
+    );
+    let store = record
+        .history
+        .as_ref()
+        .unwrap()
+        .store_truth
+        .clone()
+        .unwrap();
+    assert!(
+        store.iter().any(|r| r.outcome == FenceOutcome::Stale),
+        "a stale write was refused: {store:?}"
+    );
+    for property in [
+        Property::NoOverlappingHolders,
+        Property::UnlockSafety,
+        Property::FenceOrder,
+    ] {
+        assert_ne!(
+            status(&record, property),
+            Status::Undecided,
+            "{}",
+            summary(&record)
+        );
+    }
+    assert!(
+        adapter.problems().all().is_empty(),
+        "{:?}",
+        adapter.problems().all()
+    );
+    assert_no_adapter_left(&adapter);
+}
+
+#[test]
+fn the_reference_adapter_survives_a_sigkill_crash() {
+    let adapter = reference_adapter();
+    let record = run("crash-after-acquire", &adapter, 0);
+    assert!(record.error.is_none(), "{}", summary(&record));
+    assert!(record.violated().is_empty(), "{}", summary(&record));
+    // The harness killed it: not a problem of the adapter's.
+    assert!(
+        adapter.problems().all().is_empty(),
+        "{:?}",
+        adapter.problems().all()
+    );
+    assert_no_adapter_left(&adapter);
+}
+
+/// redis-py's `Lock` has no fence and no renewal: after a pause past its
+/// lease, its write lands after its successor's and the store accepts it.
+/// python-redis-lock renews from a thread, but `SIGSTOP` stops that thread
+/// too, so it fails the same way.
+#[test]
+fn python_locks_without_fences_accept_the_stale_write_after_a_pause() {
+    for adapter in [
+        python_adapter("redis-py-lock", "redis_py_lock.py"),
+        python_adapter("python-redis-lock", "python_redis_lock_adapter.py"),
+    ] {
+        let record = run("stale-worker-pause", &adapter, 0);
+        assert!(record.error.is_none(), "{}", summary(&record));
+        let verdict = record
+            .verdicts
+            .iter()
+            .find(|v| v.property == Property::UnfencedStaleWrite)
+            .unwrap();
+        assert_eq!(verdict.status, Status::Violated, "{}", summary(&record));
+        assert!(
+            verdict.explanation.contains("no fence to stop it"),
+            "{}",
+            verdict.explanation
+        );
+        assert!(
+            adapter.problems().all().is_empty(),
+            "{:?}",
+            adapter.problems().all()
+        );
+        assert_no_adapter_left(&adapter);
+    }
+}
