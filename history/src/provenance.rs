@@ -36,6 +36,11 @@ pub struct Provenance {
     /// Wall time of the whole command, in milliseconds.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub wall_ms: Option<u64>,
+    /// For each protocol that was a lock adapter, the library its `ready`
+    /// named, its version and whether it fences (`redis-py 8.1.0, no
+    /// fence`).
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub libraries: std::collections::BTreeMap<String, String>,
 }
 
 impl Provenance {

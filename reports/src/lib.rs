@@ -29,6 +29,7 @@ pub mod labels;
 pub mod markdown;
 pub mod plots;
 pub mod readiness;
+pub mod results;
 pub mod timeline_svg;
 
 use std::path::{Path, PathBuf};

@@ -52,7 +52,7 @@ use crate::job_slot::SlotFuture;
 use crate::protocol::{Job, JobRunner};
 use crate::record::JobStat;
 use crate::recorder::{OpHandle, Recorder};
-use crate::world::{Clock, Peek, RawStore, WorkerEnv};
+use crate::world::{Clock, Peek, RawStore, WireAnswer, WireObserver, WireRequest, WorkerEnv};
 
 /// Most owner tokens remembered per worker: an acquire draws one per
 /// attempt at most, and only recent ones can still be on the wire.
@@ -278,9 +278,9 @@ impl Observer {
                 inner: env.tokens.clone(),
                 shared: self.shared.clone(),
             }),
-            wire_tap: Some(WireTap {
+            wire_tap: Some(Arc::new(WireTap {
                 shared: self.shared.clone(),
-            }),
+            })),
             ..env
         }
     }
@@ -626,19 +626,8 @@ pub struct WireTap {
     shared: Arc<Shared>,
 }
 
-/// A recorded request on its way; [`WirePending::answered`] completes it.
-pub struct WirePending(Pending);
-
-/// How a request a [`WireTap`] saw ended.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum WireAnswer {
-    /// A reply that is not an error.
-    Replied,
-    /// An error reply (a definite no).
-    Error(String),
-    /// The connection ended before the reply: the request may have run.
-    Lost(String),
-}
+/// A recorded request on its way.
+struct WirePending(Pending);
 
 /// Arguments that are never an owner token: `SET`'s options.
 const SET_OPTIONS: [&[u8]; 8] = [
@@ -684,11 +673,8 @@ fn wire_token<'a>(args: &[&'a [u8]], lock_key: &[u8]) -> Option<&'a [u8]> {
     args[at + 1..].iter().copied().find(|a| tokenish(a))
 }
 
-impl WireTap {
-    /// Records `args` (one request, its command name first) if it names
-    /// `lock_key`; the caller completes it when its reply or the end of its
-    /// connection comes.
-    pub fn request(&self, args: &[&[u8]], lock_key: &[u8]) -> Option<WirePending> {
+impl WireObserver for WireTap {
+    fn request(&self, args: &[&[u8]], lock_key: &[u8]) -> Option<Box<dyn WireRequest>> {
         let shared = &self.shared;
         if !shared.on.load(Ordering::SeqCst) || !args.iter().skip(1).any(|a| *a == lock_key) {
             return None;
@@ -710,13 +696,14 @@ impl WireTap {
             }
             None => shared.seen().tokens.back().cloned()?,
         };
-        Some(WirePending(ObservedRedis::pending_in(shared, owner)))
+        Some(Box::new(WirePending(ObservedRedis::pending_in(
+            shared, owner,
+        ))))
     }
 }
 
-impl WirePending {
-    /// Completes the request with what came back.
-    pub fn answered(self, answer: WireAnswer) {
+impl WireRequest for WirePending {
+    fn answered(self: Box<Self>, answer: WireAnswer) {
         self.0.settle(match answer {
             WireAnswer::Replied => Answer::Replied,
             WireAnswer::Error(why) => Answer::Refused(why),
@@ -873,15 +860,24 @@ mod tests {
     #[test]
     fn the_token_is_the_first_plain_argument_after_the_lock_key() {
         // redis-py, python-redis-lock, pottery and the reference library.
-        assert_eq!(token("SET lock:{r} 5c0e NX PX 1000").as_deref(), Some("5c0e"));
+        assert_eq!(
+            token("SET lock:{r} 5c0e NX PX 1000").as_deref(),
+            Some("5c0e")
+        );
         assert_eq!(token("set lock:{r} nx px 1000 abc").as_deref(), Some("abc"));
-        assert_eq!(token("EVALSHA 9f3 1 lock:{r} 5c0e 1000").as_deref(), Some("5c0e"));
+        assert_eq!(
+            token("EVALSHA 9f3 1 lock:{r} 5c0e 1000").as_deref(),
+            Some("5c0e")
+        );
         // A script's other keys are skipped (python-redis-lock's signal list).
         assert_eq!(
             token("EVALSHA 9f3 2 lock:{r} lock-signal:{r} id-1 1000").as_deref(),
             Some("id-1")
         );
-        assert_eq!(token("EVAL x 2 fence:{r} lock:{r} tok 1000").as_deref(), Some("tok"));
+        assert_eq!(
+            token("EVAL x 2 fence:{r} lock:{r} tok 1000").as_deref(),
+            Some("tok")
+        );
         // No token: a bare delete or read, numbers only, the key as an ARGV.
         assert_eq!(token("DEL lock:{r}"), None);
         assert_eq!(token("PEXPIRE lock:{r} 1000"), None);

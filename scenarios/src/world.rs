@@ -112,7 +112,34 @@ pub struct WorkerEnv {
     /// Where a worker's raw Redis traffic is reported to the whole-worker
     /// observer, for traffic that does not pass through [`WorkerEnv::redis`]
     /// (a lock adapter's own connections); set by the observer.
-    pub wire_tap: Option<crate::whole_worker::WireTap>,
+    pub wire_tap: Option<Arc<dyn WireObserver>>,
+}
+
+/// Takes a worker's raw Redis requests from something that carries them
+/// byte for byte (a lock adapter's tap) and records them: implemented by
+/// the whole-worker observer (`whole_worker::WireTap`).
+pub trait WireObserver {
+    /// Records `args` (one request, its command name first) if it names
+    /// `lock_key`; the caller completes it when its reply, or the end of
+    /// its connection, comes.
+    fn request(&self, args: &[&[u8]], lock_key: &[u8]) -> Option<Box<dyn WireRequest>>;
+}
+
+/// A recorded request on its way.
+pub trait WireRequest {
+    /// Completes it with what came back.
+    fn answered(self: Box<Self>, answer: WireAnswer);
+}
+
+/// How a request a [`WireObserver`] recorded ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WireAnswer {
+    /// A reply that is not an error.
+    Replied,
+    /// An error reply (a definite no).
+    Error(String),
+    /// The connection ended before the reply: the request may have run.
+    Lost(String),
 }
 
 /// One worker's fault-injected paths, as addresses a separate process can

@@ -84,6 +84,13 @@ pub struct ReportArgs {
     /// seed run exactly once) and render the sweep they make together.
     #[arg(long, value_name = "FILE", num_args = 1.., conflicts_with = "from")]
     merge: Vec<PathBuf>,
+    /// Also write the lock libraries' results page (docs/results.md) of
+    /// the sweep: a real-world sweep of lock adapters.
+    #[arg(long, value_name = "FILE")]
+    results: Option<PathBuf>,
+    /// The command that reproduces the sweep, quoted on the results page.
+    #[arg(long, value_name = "COMMAND", requires = "results")]
+    reproduce: Option<String>,
     #[command(flatten)]
     out: OutArgs,
 }
@@ -273,12 +280,17 @@ pub fn check_file_writable(file: &Path) -> Result<(), CliError> {
 
 /// Re-renders a report from JSON, or renders the merge of shards.
 pub fn report(args: ReportArgs) -> Result<ExitCode, CliError> {
-    let Some(dir) = &args.out.out else {
+    if args.out.out.is_none() && args.results.is_none() {
         return Err(CliError::Invalid(
-            "redfence report needs --out DIR".to_owned(),
+            "redfence report needs --out DIR or --results FILE".to_owned(),
         ));
-    };
-    check_dir_writable(dir)?;
+    }
+    if let Some(dir) = &args.out.out {
+        check_dir_writable(dir)?;
+    }
+    if let Some(file) = &args.results {
+        check_file_writable(file)?;
+    }
     let report = match &args.from {
         Some(from) => {
             let report = read(from)?;
@@ -289,6 +301,15 @@ pub fn report(args: ReportArgs) -> Result<ExitCode, CliError> {
         }
         None => build_report(ReportKind::Sweep, merge(&args.merge)?, None, &args.out),
     };
+    if let Some(file) = &args.results {
+        let reproduce = args
+            .reproduce
+            .clone()
+            .unwrap_or_else(|| report.command.clone());
+        let page = redfence_reports::results::render(&report.sweep, &reproduce);
+        write_json(&file.display().to_string(), page.as_bytes())?;
+        println!("wrote {}", file.display());
+    }
     write(&report, &args.out)?;
     Ok(ExitCode::SUCCESS)
 }

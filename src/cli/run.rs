@@ -240,15 +240,25 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
     super::signals::park_if_interrupted();
     drop(watchdog);
     progress.finish();
+    record_provenance(&mut result);
     for adapter in &adapters {
+        let name = redfence_scenarios::protocol::Protocol::name(adapter);
         for problem in adapter.problems().take() {
-            eprintln!(
-                "adapter {}: {problem}",
-                redfence_scenarios::protocol::Protocol::name(adapter)
+            eprintln!("adapter {name}: {problem}");
+        }
+        if let (Some(ready), Some(provenance)) =
+            (adapter.problems().library(), result.provenance.as_mut())
+        {
+            let fence = if ready.fences { "fences" } else { "no fence" };
+            let version = ready
+                .library_version
+                .unwrap_or_else(|| "(no version)".into());
+            provenance.libraries.insert(
+                name.to_owned(),
+                format!("{} {version}, {fence}", ready.library),
             );
         }
     }
-    record_provenance(&mut result);
     if let Some(provenance) = &mut result.provenance {
         provenance.wall_ms = Some(started.elapsed().as_millis() as u64);
     }

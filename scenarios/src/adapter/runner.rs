@@ -134,6 +134,18 @@ pub struct AdapterRunner {
     env: WorkerEnv,
     config: LockConfig,
     started: RefCell<bool>,
+    /// The message task, which holds the link: stopped with the runner, so
+    /// the adapter is shut down when its worker's jobs end, not when the
+    /// world does.
+    messages: RefCell<Option<AbortHandle>>,
+}
+
+impl Drop for AdapterRunner {
+    fn drop(&mut self) {
+        if let Some(task) = self.messages.borrow_mut().take() {
+            task.abort();
+        }
+    }
 }
 
 impl AdapterRunner {
@@ -205,6 +217,7 @@ impl AdapterRunner {
             env,
             config: config.clone(),
             started: RefCell::new(false),
+            messages: RefCell::new(None),
         })
     }
 
@@ -261,9 +274,10 @@ impl AdapterRunner {
         let link = self.link.clone();
         let task_env = env.clone();
         let task_resource = name.clone();
-        env.spawner.spawn(async move {
+        let task = env.spawner.spawn(async move {
             handle_messages(link, task_env, task_resource, lines).await;
         });
+        *self.messages.borrow_mut() = Some(task.abort_handle());
         let init = ToAdapter::Init {
             protocol: PROTOCOL_VERSION,
             worker: env.name.clone(),

@@ -22,7 +22,9 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::AbortHandle;
 
-use crate::whole_worker::{WireAnswer, WirePending, WireTap};
+use std::sync::Arc;
+
+use crate::world::{WireAnswer, WireObserver, WireRequest};
 
 /// Most bytes of one direction held while waiting for a frame's end:
 /// lock traffic is small; past this the connection is forwarded but no
@@ -209,7 +211,7 @@ fn unfollowable(args: &[Vec<u8>]) -> bool {
 /// One connection's requests waiting for replies (`None`: not reported).
 #[derive(Default)]
 struct Pairing {
-    waiting: VecDeque<Option<WirePending>>,
+    waiting: VecDeque<Option<Box<dyn WireRequest>>>,
     /// Reporting stopped on this connection.
     lost: bool,
 }
@@ -225,14 +227,14 @@ impl Pairing {
 }
 
 /// A tap's settings.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct TapConfig {
     /// The worker's Redis proxy, `host:port`.
     pub upstream: String,
     /// The lock key whose requests are reported.
     pub lock_key: Vec<u8>,
     /// Where they are reported.
-    pub tap: WireTap,
+    pub tap: Arc<dyn WireObserver>,
 }
 
 /// Starts accepting on `listener` (bound beforehand, so the adapter could
@@ -361,7 +363,12 @@ fn requests_seen(buf: &mut Vec<u8>, bytes: &[u8], pairing: &RefCell<Pairing>, co
             }
         }
     }
-    keep_rest(buf, at, &mut pairing, "a request over the tap's frame bound");
+    keep_rest(
+        buf,
+        at,
+        &mut pairing,
+        "a request over the tap's frame bound",
+    );
 }
 
 /// Drops the `at` bytes handled from `buf`, and everything once the
