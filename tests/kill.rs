@@ -534,3 +534,85 @@ fn a_hung_real_run_is_stopped_by_its_timeout_and_torn_down() {
     assert!(run_folders(&dir.join("tmp")).is_empty());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// How long a run may take to start its first lock adapter.
+const ADAPTER_START_LIMIT: Duration = Duration::from_secs(60);
+
+/// A run whose workers are lock adapters (Python processes in process
+/// groups of their own) is stopped by SIGINT, SIGTERM and SIGKILL while
+/// its adapters run: no adapter outlives it (the signal's teardown stops
+/// them; a SIGKILL leaves it to `PR_SET_PDEATHSIG`).
+#[test]
+fn killed_adapter_runs_leave_no_adapter_process() {
+    let dir = scratch("adapters");
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let python = Command::new("bash")
+        .arg(root.join("scripts/adapters"))
+        .output()
+        .expect("scripts/adapters");
+    assert!(
+        python.status.success(),
+        "{}",
+        String::from_utf8_lossy(&python.stderr)
+    );
+    let py = String::from_utf8(python.stdout).unwrap().trim().to_owned();
+    let script = root.join("adapters/python/redis_py_lock.py");
+    for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGKILL] {
+        let name = format!("adapter-{}", signal_name(signal));
+        let log = std::fs::File::create(dir.join(format!("{name}.log"))).expect("log file");
+        let mut child = Command::new(env!("CARGO_BIN_EXE_redfence"))
+            .args([
+                "run",
+                "--world",
+                "real",
+                "--scenario",
+                "mutual-exclusion",
+                "--seed",
+                "1",
+            ])
+            .arg("--adapter")
+            .arg(format!("redis-py-lock={py} {}", script.display()))
+            .env("REDFENCE_PROVIDER", "local")
+            .env("TMPDIR", dir.join("tmp"))
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().expect("log handle"))
+            .stderr(log)
+            .spawn()
+            .expect("start redfence");
+        let pid = child.id();
+        let started = Instant::now();
+        let is_adapter = |(p, _): &(u32, String)| {
+            std::fs::read(format!("/proc/{p}/cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains("redis_py_lock.py"))
+        };
+        // Bounded by ADAPTER_START_LIMIT.
+        let before = loop {
+            let now = tree(pid);
+            if now.iter().filter(|p| is_adapter(p)).count() >= 2 {
+                break now;
+            }
+            assert!(
+                started.elapsed() < ADAPTER_START_LIMIT && child.try_wait().unwrap().is_none(),
+                "{name}: no adapters started; the run said:\n{}",
+                std::fs::read_to_string(dir.join(format!("{name}.log"))).unwrap_or_default()
+            );
+            std::thread::sleep(POLL);
+        };
+        let adapters = before.iter().filter(|p| is_adapter(p)).count();
+        // SAFETY: kill on our own unreaped child.
+        unsafe {
+            libc::kill(pid as libc::pid_t, signal);
+        }
+        let (code, by_signal, took) = wait_exit(&mut child, STOP_LIMIT);
+        println!(
+            "{name}: {adapters} adapters running -> code {code:?} signal {by_signal:?} in {:.2} s",
+            took.as_secs_f64()
+        );
+        match signal {
+            libc::SIGKILL => assert_eq!(by_signal, Some(libc::SIGKILL)),
+            _ => assert_eq!(code, Some(128 + signal), "{name}"),
+        }
+        let left = wait_vanished(&before, VANISH_LIMIT);
+        assert!(left.is_empty(), "{name}: processes left: {left:?}");
+    }
+}

@@ -243,6 +243,22 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
     record_provenance(&mut result);
     for adapter in &adapters {
         let name = redfence_scenarios::protocol::Protocol::name(adapter);
+        // An adapter's failure replays from the command line, not from
+        // Rust code: say the command.
+        let quoted: Vec<String> = adapter.argv().iter().map(|w| shell_word(w)).collect();
+        for cell in result.cells.iter_mut().filter(|c| c.protocol == name) {
+            for run in [cell.first_run.as_mut(), cell.first_failure.as_mut()]
+                .into_iter()
+                .flatten()
+            {
+                run.replay = format!(
+                    "redfence run --world real --scenario {} --seed {} --adapter {}",
+                    run.scenario,
+                    run.seed,
+                    shell_word(&format!("{name}={}", quoted.join(" ")))
+                );
+            }
+        }
         for problem in adapter.problems().take() {
             eprintln!("adapter {name}: {problem}");
         }
@@ -322,6 +338,20 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
         );
     }
     Ok(ExitCode::from(exit_code(corpus_failed, failures.len())))
+}
+
+/// `word` as one shell word: as it is when it needs no quoting, else in
+/// single quotes.
+fn shell_word(word: &str) -> String {
+    let plain = !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./=:@%+,".contains(c));
+    if plain {
+        word.to_owned()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
+    }
 }
 
 /// `run`'s exit status: 1 when a saved case reproduced for a protocol that
@@ -436,5 +466,19 @@ pub fn print_sweep(result: &Sweep) {
             println!("  {} × {}: {what}", cell.scenario, cell.protocol);
             println!("    {}", record.replay);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_replay_word_is_quoted_only_when_a_shell_would_split_or_expand_it() {
+        assert_eq!(shell_word("redis-py-lock=python3"), "redis-py-lock=python3");
+        assert_eq!(shell_word("a b"), "'a b'");
+        assert_eq!(shell_word("it's"), "'it'\\''s'");
+        assert_eq!(shell_word("$HOME"), "'$HOME'");
+        assert_eq!(shell_word(""), "''");
     }
 }
