@@ -345,3 +345,56 @@ fn run_saves_nothing_when_nothing_unexpected_failed() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `--adapter` is checked before any work: each refusal exits 2 at once,
+/// names what is wrong, and starts no server.
+#[test]
+fn bad_adapter_arguments_are_refused_before_any_work() {
+    let cases: [(&[&str], &str); 6] = [
+        (
+            &["run", "--adapter", "a=true"],
+            "on real servers only: add --world real",
+        ),
+        (
+            &["run", "--world", "real", "--adapter", "python3 x.py"],
+            "an adapter is NAME=COMMAND",
+        ),
+        (
+            &["run", "--world", "real", "--adapter", "My_Lock=true"],
+            "must be kebab-case",
+        ),
+        (
+            &["run", "--world", "real", "--adapter", "reference=true"],
+            "a built-in protocol has that name",
+        ),
+        (
+            &["run", "--world", "real", "--adapter", "a=/no/such/adapter"],
+            "cannot find the program \"/no/such/adapter\"",
+        ),
+        (
+            &["run", "--world", "real", "--adapter", "a='unclosed"],
+            "quote does not close",
+        ),
+    ];
+    for (args, says) in cases {
+        let started = std::time::Instant::now();
+        let out = redfence(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains(says), "{args:?}: {}", stderr(&out));
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(5),
+            "{args:?} did work"
+        );
+    }
+    let twice = redfence(&[
+        "run",
+        "--world",
+        "real",
+        "--adapter",
+        "a=true",
+        "--adapter",
+        "a=true",
+    ]);
+    assert_eq!(twice.status.code(), Some(2));
+    assert!(stderr(&twice).contains("given twice"), "{}", stderr(&twice));
+}

@@ -47,7 +47,8 @@ fn header(page: &str) -> String {
 
 #[test]
 fn the_published_stale_worker_pause_row_matches_a_fresh_run() {
-    let published = std::fs::read_to_string(root().join("docs/results.md")).unwrap();
+    let published = std::fs::read_to_string(root().join("docs/results.md"))
+        .expect("docs/results.md, made by scripts/results");
     let python = Command::new("bash")
         .arg(root().join("scripts/adapters"))
         .output()
@@ -64,7 +65,10 @@ fn the_published_stale_worker_pause_row_matches_a_fresh_run() {
         .status()
         .unwrap();
     assert!(status.success());
-    let reference = root().join("target/debug/redfence-reference-adapter");
+    let target = std::env::var("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| root().join("target"));
+    let reference = target.join("debug/redfence-reference-adapter");
     let dir = std::env::temp_dir().join(format!("redfence-results-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let json = dir.join("sweep.json");

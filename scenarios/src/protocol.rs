@@ -39,6 +39,15 @@ pub trait Protocol: Send + Sync {
     /// fence source): step by step under the harness's flow, or as a whole
     /// worker running its own flow.
     fn plug(&self, env: &WorkerEnv, config: &LockConfig) -> Plug;
+
+    /// What went wrong during the last run between the harness and
+    /// processes the protocol started (a lock adapter that broke the
+    /// protocol or did not exit cleanly), in words, taken so each run
+    /// reports its own; `run_one` makes it the run's error. Protocols that
+    /// run in the harness's own process have none.
+    fn take_problems(&self) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// The level a protocol plugs in at (see the module doc).

@@ -91,7 +91,7 @@ pub fn run_one(
             scenario.replay_schedule().as_deref(),
         ),
     };
-    match execute(worlds, scenario, protocol, seed) {
+    match execute(worlds, scenario, protocol.clone(), seed) {
         Ok((history, stats, stopped)) => {
             record.verdicts = check(&history);
             record.metrics = metrics(&history, &stats, setup.workers);
@@ -99,6 +99,14 @@ pub fn run_one(
             record.error = stopped;
         }
         Err(error) => record.error = Some(error.to_string()),
+    }
+    // A protocol's own processes that broke their side (a lock adapter):
+    // the run did not test what it claims to, so it is an error, named.
+    let problems = protocol.take_problems();
+    if !problems.is_empty() {
+        let mut errors: Vec<String> = record.error.take().into_iter().collect();
+        errors.extend(problems);
+        record.error = Some(errors.join("; "));
     }
     record
 }

@@ -518,12 +518,22 @@ impl ObservedRedis {
     /// leaves: an acquire attempt while its slot's job is acquiring, a
     /// command after (or when no slot is known).
     fn pending(&self, owner: (String, Option<usize>)) -> Pending {
-        Self::pending_in(&self.shared, owner)
+        Self::pending_in(&self.shared, owner, true)
     }
 
-    fn pending_in(shared: &Arc<Shared>, (owner, drew): (String, Option<usize>)) -> Pending {
+    /// `may_acquire`: false for a request that carries no token of its
+    /// own (a wire request recorded under the worker's newest token),
+    /// which is never an acquire attempt.
+    fn pending_in(
+        shared: &Arc<Shared>,
+        (owner, drew): (String, Option<usize>),
+        may_acquire: bool,
+    ) -> Pending {
         let slot = shared.slot_of(drew);
         let acquiring = slot.filter(|&slot| {
+            if !may_acquire {
+                return false;
+            }
             shared.slot(slot, |state| {
                 if state.acquiring {
                     state.attempts += 1;
@@ -615,7 +625,10 @@ impl ConnectionLike for ObservedRedis {
 /// a number or one of `SET`'s options — where every lock library puts it
 /// (`SET key token NX PX ms`, `EVALSHA sha 1 key token …`). A request that
 /// names the key with no such argument (`DEL key`, `GET key`) is recorded
-/// under the worker's newest token. From there the observer records as
+/// under the worker's newest token as an unclassified command, never as
+/// an acquire attempt. Not followed: a lock whose token is a bare number,
+/// and one that sets its key inside `MULTI`/`EXEC` (the queued reply is
+/// not the effect). From there the observer records as
 /// for an in-process lock: an acquire attempt while the job acquires,
 /// classified by an out-of-band read of the key after its reply, and an
 /// unclassified command after; the Redis ownership log says what each did.
@@ -629,9 +642,10 @@ pub struct WireTap {
 /// A recorded request on its way.
 struct WirePending(Pending);
 
-/// Arguments that are never an owner token: `SET`'s options.
-const SET_OPTIONS: [&[u8]; 8] = [
-    b"NX", b"XX", b"PX", b"EX", b"PXAT", b"EXAT", b"GET", b"KEEPTTL",
+/// Arguments that are never an owner token: the options of `SET`,
+/// `PEXPIRE`/`EXPIRE` and `GETEX`, the commands a lock sends with its key.
+const SET_OPTIONS: [&[u8]; 11] = [
+    b"NX", b"XX", b"PX", b"EX", b"PXAT", b"EXAT", b"GET", b"KEEPTTL", b"GT", b"LT", b"PERSIST",
 ];
 
 /// Longest argument taken for an owner token: tokens are UUIDs or
@@ -682,7 +696,9 @@ impl WireObserver for WireTap {
         // One job slot: everything the process sends is that slot's. With
         // several, the wire cannot tell which job sent it.
         let slot = (shared.seen().slots.len() == 1).then_some(0);
-        let owner = match wire_token(args, lock_key).map(String::from_utf8_lossy) {
+        let carried = wire_token(args, lock_key).map(String::from_utf8_lossy);
+        let may_acquire = carried.is_some();
+        let owner = match carried {
             Some(token) => {
                 let token = token.into_owned();
                 let mut seen = shared.seen();
@@ -697,7 +713,9 @@ impl WireObserver for WireTap {
             None => shared.seen().tokens.back().cloned()?,
         };
         Some(Box::new(WirePending(ObservedRedis::pending_in(
-            shared, owner,
+            shared,
+            owner,
+            may_acquire,
         ))))
     }
 }
@@ -881,6 +899,8 @@ mod tests {
         // No token: a bare delete or read, numbers only, the key as an ARGV.
         assert_eq!(token("DEL lock:{r}"), None);
         assert_eq!(token("PEXPIRE lock:{r} 1000"), None);
+        assert_eq!(token("PEXPIRE lock:{r} 1000 GT"), None);
+        assert_eq!(token("GETEX lock:{r} PERSIST"), None);
         assert_eq!(token("EVALSHA 9f3 1 other lock:{r}"), None);
         assert_eq!(token("EVALSHA 9f3 x lock:{r} tok"), None);
     }

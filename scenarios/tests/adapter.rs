@@ -272,11 +272,6 @@ fn the_reference_adapter_refuses_the_stale_write_after_a_real_sigstop() {
             summary(&record)
         );
     }
-    assert!(
-        adapter.problems().all().is_empty(),
-        "{:?}",
-        adapter.problems().all()
-    );
     assert_no_adapter_left(&adapter);
 }
 
@@ -286,12 +281,8 @@ fn the_reference_adapter_survives_a_sigkill_crash() {
     let record = run("crash-after-acquire", &adapter, 0);
     assert!(record.error.is_none(), "{}", summary(&record));
     assert!(record.violated().is_empty(), "{}", summary(&record));
-    // The harness killed it: not a problem of the adapter's.
-    assert!(
-        adapter.problems().all().is_empty(),
-        "{:?}",
-        adapter.problems().all()
-    );
+    // The harness killed it: not a problem of the adapter's (which
+    // would be the run's error).
     assert_no_adapter_left(&adapter);
 }
 
@@ -317,11 +308,6 @@ fn python_locks_without_fences_accept_the_stale_write_after_a_pause() {
             verdict.explanation.contains("no fence to stop it"),
             "{}",
             verdict.explanation
-        );
-        assert!(
-            adapter.problems().all().is_empty(),
-            "{:?}",
-            adapter.problems().all()
         );
         assert_no_adapter_left(&adapter);
     }

@@ -174,6 +174,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
         (None, false) => Some(PathBuf::from(DIR_DEFAULT)).filter(|d| d.is_dir()),
     };
     let adapters = super::adapters(&args.adapters, &args.world)?;
+    let scenarios = adapter_scenarios(super::scenarios(&args.scenarios)?, &args, &adapters)?;
     let worlds = super::world(&args.world)?;
     let real = worlds.kind() == WorldKind::Real;
     let (seed_first, seeds) = match (args.seed, args.seeds) {
@@ -193,7 +194,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
         )));
     }
     let plan = SweepPlan {
-        scenarios: super::scenarios(&args.scenarios)?,
+        scenarios,
         protocols: {
             let mut protocols = if adapters.is_empty() || !args.protocols.is_empty() {
                 super::protocols(&args.protocols)?
@@ -258,9 +259,6 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
                     shell_word(&format!("{name}={}", quoted.join(" ")))
                 );
             }
-        }
-        for problem in adapter.problems().take() {
-            eprintln!("adapter {name}: {problem}");
         }
         if let (Some(ready), Some(provenance)) =
             (adapter.problems().library(), result.provenance.as_mut())
@@ -338,6 +336,34 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
         );
     }
     Ok(ExitCode::from(exit_code(corpus_failed, failures.len())))
+}
+
+/// The scenarios a sweep with lock adapters runs: `concurrent-jobs`
+/// (two jobs of one worker at once) is refused when named and left out
+/// when not — over a process boundary the wire cannot tell which job sent
+/// a command (docs/adapter-protocol.md).
+fn adapter_scenarios(
+    scenarios: Vec<std::sync::Arc<dyn redfence_scenarios::scenario::Scenario>>,
+    args: &RunArgs,
+    adapters: &[redfence_scenarios::adapter::AdapterProtocol],
+) -> Result<Vec<std::sync::Arc<dyn redfence_scenarios::scenario::Scenario>>, CliError> {
+    use redfence_scenarios::names::scenario::CONCURRENT_JOBS;
+    if adapters.is_empty() {
+        return Ok(scenarios);
+    }
+    if args.scenarios.iter().any(|s| s == CONCURRENT_JOBS) {
+        return Err(CliError::Invalid(format!(
+            "--scenario {CONCURRENT_JOBS} runs two jobs of one worker at once, which a lock \
+             adapter cannot run: the wire cannot tell which job sent a command"
+        )));
+    }
+    if args.scenarios.is_empty() {
+        eprintln!("{CONCURRENT_JOBS} left out: a lock adapter runs one job of a worker at a time");
+    }
+    Ok(scenarios
+        .into_iter()
+        .filter(|s| s.name() != CONCURRENT_JOBS)
+        .collect())
 }
 
 /// `word` as one shell word: as it is when it needs no quoting, else in

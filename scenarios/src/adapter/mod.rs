@@ -26,7 +26,7 @@ pub mod process;
 mod runner;
 pub mod tap;
 
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 
 use async_trait::async_trait;
 use redfence_core::LockConfig;
@@ -41,37 +41,100 @@ pub use runner::{Ready, READY_TIMEOUT_MS};
 pub const PROBLEMS_MAX: usize = 100;
 
 /// What went wrong between the harness and an adapter during a run (a
-/// broken protocol, an adapter that died on its own), in words: a job that
-/// ended because of it is reported `failed`, and this says why.
-/// It also keeps what the adapters' `ready` said about their library.
+/// broken protocol, an adapter that died on its own or did not exit
+/// cleanly), in words: a job that ended because of it is reported
+/// `failed`, and the run's error says why (`Protocol::take_problems`). It
+/// also keeps what the adapters' `ready` said about their library.
+///
+/// Adapters are stopped on threads of their own (their exit is waited for
+/// off the world's thread); reading the problems first waits, bounded,
+/// for those stops, so an unclean exit is never missed.
 #[derive(Clone, Debug, Default)]
-pub struct Problems(Arc<Mutex<Vec<String>>>, Arc<Mutex<Option<Ready>>>);
+pub struct Problems {
+    inner: Arc<ProblemsInner>,
+}
+
+#[derive(Debug, Default)]
+struct ProblemsInner {
+    list: Mutex<Vec<String>>,
+    library: Mutex<Option<Ready>>,
+    /// Adapters being stopped right now.
+    stopping: Mutex<usize>,
+    stopped: Condvar,
+}
+
+/// Longest a read of the problems waits for adapters being stopped.
+const STOPS_WAIT_MS: u64 = process::SHUTDOWN_GRACE_MS + 1_000;
+
+/// Counts one adapter as being stopped until dropped.
+pub(crate) struct Stopping(Arc<ProblemsInner>);
+
+impl Drop for Stopping {
+    fn drop(&mut self) {
+        let mut stopping = self.0.stopping.lock().unwrap_or_else(|e| e.into_inner());
+        *stopping = stopping.saturating_sub(1);
+        self.0.stopped.notify_all();
+    }
+}
 
 impl Problems {
     /// What the adapters said of their library, the last one that did.
     pub fn library(&self) -> Option<Ready> {
-        self.1.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        self.inner
+            .library
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     fn set_library(&self, ready: Ready) {
-        *self.1.lock().unwrap_or_else(|e| e.into_inner()) = Some(ready);
+        *self.inner.library.lock().unwrap_or_else(|e| e.into_inner()) = Some(ready);
     }
 
     fn push(&self, problem: String) {
-        let mut problems = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let mut problems = self.inner.list.lock().unwrap_or_else(|e| e.into_inner());
         if problems.len() < PROBLEMS_MAX && !problems.contains(&problem) {
             problems.push(problem);
         }
     }
 
+    fn stopping(&self) -> Stopping {
+        *self
+            .inner
+            .stopping
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) += 1;
+        Stopping(self.inner.clone())
+    }
+
+    /// Waits (bounded) until no adapter is being stopped.
+    fn settle(&self) {
+        let stopping = self
+            .inner
+            .stopping
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let _ = self.inner.stopped.wait_timeout_while(
+            stopping,
+            std::time::Duration::from_millis(STOPS_WAIT_MS),
+            |n| *n > 0,
+        );
+    }
+
     /// Every problem so far, oldest first.
     pub fn all(&self) -> Vec<String> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        self.settle();
+        self.inner
+            .list
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// Takes every problem so far.
     pub fn take(&self) -> Vec<String> {
-        std::mem::take(&mut *self.0.lock().unwrap_or_else(|e| e.into_inner()))
+        self.settle();
+        std::mem::take(&mut *self.inner.list.lock().unwrap_or_else(|e| e.into_inner()))
     }
 }
 
@@ -208,6 +271,10 @@ impl Protocol for AdapterProtocol {
 
     fn describe(&self) -> &str {
         &self.describe
+    }
+
+    fn take_problems(&self) -> Vec<String> {
+        self.problems.take()
     }
 
     fn plug(&self, env: &WorkerEnv, config: &LockConfig) -> Plug {

@@ -215,10 +215,26 @@ impl AdapterProcess {
         }
     }
 
-    /// How it exited, if it has; reaps it.
+    /// Whether the harness has it stopped (`SIGSTOP`) now.
+    pub fn paused(&self) -> bool {
+        self.paused.load(Ordering::SeqCst)
+    }
+
+    /// How it exited, if it has. Before it is reaped, every other process
+    /// of its group is killed — while the exited leader is unreaped its
+    /// group id cannot be reused — so nothing it started outlives it.
     pub fn exit_status(&self) -> Option<String> {
         let mut child = self.child.lock().unwrap_or_else(|e| e.into_inner());
-        let status = child.as_mut()?.try_wait().ok()??;
+        let running = child.as_mut()?;
+        if !exited_unreaped(self.pid) {
+            return None;
+        }
+        // SAFETY: kill has no memory preconditions; the group is the
+        // adapter's own and still pinned by its unreaped leader.
+        unsafe {
+            libc::kill(-(self.pid as i32), libc::SIGKILL);
+        }
+        let status = running.wait().ok()?;
         *child = None;
         redfence_chaos::live::unregister_child(self.pid);
         Some(describe_status(status))
@@ -230,16 +246,12 @@ impl AdapterProcess {
         String::from_utf8_lossy(&tail).trim_end().to_owned()
     }
 
-    /// Stops it: `shutdown` and the end of stdin, then `SIGKILL` to the
-    /// group after [`SHUTDOWN_GRACE_MS`] (at once when paused), and reaps
-    /// it. Returns how it exited.
-    pub fn stop(&self) -> String {
-        let grace_ms = if self.paused.load(Ordering::SeqCst) || self.killed() {
-            0
-        } else {
+    /// Asks it to stop without waiting: `shutdown` (unless it is paused or
+    /// killed, when it cannot read) and the end of its stdin.
+    pub fn ask_to_stop(&self) {
+        if !self.paused() && !self.killed() {
             self.send(super::message::ToAdapter::Shutdown.line());
-            SHUTDOWN_GRACE_MS
-        };
+        }
         // The end of stdin, once the writer thread drains what is queued.
         drop(
             self.to_adapter
@@ -247,6 +259,28 @@ impl AdapterProcess {
                 .unwrap_or_else(|e| e.into_inner())
                 .take(),
         );
+    }
+
+    /// Stops it: [`AdapterProcess::ask_to_stop`], then `SIGKILL` to the
+    /// group after [`SHUTDOWN_GRACE_MS`] (at once when paused or killed),
+    /// and reaps it. Returns how it exited; at once when it was reaped
+    /// before. Blocks for up to the grace period: call it off the world's
+    /// thread.
+    pub fn stop(&self) -> String {
+        if self
+            .child
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_none()
+        {
+            return "exited".into();
+        }
+        let grace_ms = if self.paused() || self.killed() {
+            0
+        } else {
+            SHUTDOWN_GRACE_MS
+        };
+        self.ask_to_stop();
         let deadline = Instant::now() + Duration::from_millis(grace_ms);
         // Bounded by the grace period.
         while Instant::now() < deadline {
@@ -276,8 +310,28 @@ impl AdapterProcess {
 
 impl Drop for AdapterProcess {
     fn drop(&mut self) {
+        // Normally stopped already (the runner's drop); this is the last
+        // guard against a process outliving its handle.
         self.stop();
     }
+}
+
+/// Whether `pid` (our child) has exited, without reaping it.
+fn exited_unreaped(pid: u32) -> bool {
+    // SAFETY: siginfo_t is plain data, zero is a valid value for it.
+    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    // SAFETY: waitid writes only into `info`; WNOWAIT leaves the child
+    // unreaped and WNOHANG makes it return at once.
+    let done = unsafe {
+        libc::waitid(
+            libc::P_PID,
+            pid as libc::id_t,
+            &mut info,
+            libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+        )
+    };
+    // SAFETY: si_pid reads the field waitid filled (0 when nothing exited).
+    done == 0 && unsafe { info.si_pid() } != 0
 }
 
 fn describe_status(status: std::process::ExitStatus) -> String {

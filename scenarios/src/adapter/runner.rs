@@ -37,6 +37,9 @@ use crate::world::WorkerEnv;
 
 /// How long an adapter has to answer `init` with `ready`.
 pub const READY_TIMEOUT_MS: u64 = 10_000;
+/// Slack on top of a job's longest honest life before the harness gives
+/// up on its `done` (pauses in scenarios last a few seconds).
+pub const JOB_SLACK_MS: u64 = 30_000;
 
 /// What `ready` said.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -71,15 +74,47 @@ impl Drop for Link {
         if let Some(tap) = self.tap.borrow_mut().take() {
             tap.abort();
         }
-        // The protocol's shutdown; an adapter the harness did not kill
-        // must exit with 0 (conformance checks it).
-        let killed = self.process.killed();
-        let status = self.process.stop();
-        if !killed && self.broken.borrow().is_none() && status != "exit status 0" {
-            self.problems.push(format!(
-                "{}'s adapter did not exit with 0 after shutdown: {status}",
-                self.worker
-            ));
+        // The protocol's shutdown, waited for off the world's thread (an
+        // adapter gets up to the grace period, and the other workers must
+        // not stall meanwhile). An adapter the harness neither killed nor
+        // left paused must exit with 0 (conformance checks it).
+        let harness_stopped = self.process.killed() || self.process.paused();
+        let broken = self.broken.borrow().is_some();
+        let (process, problems, worker) = (
+            self.process.clone(),
+            self.problems.clone(),
+            self.worker.clone(),
+        );
+        let stopping = problems.stopping();
+        process.ask_to_stop();
+        let stop = move || {
+            let _stopping = stopping;
+            let status = process.stop();
+            if !harness_stopped && !broken && status != "exit status 0" {
+                problems.push(format!(
+                    "{worker}'s adapter did not exit with 0 after shutdown: {status}"
+                ));
+            }
+        };
+        // Run by the thread, or here when no thread can start.
+        type Stop = Box<dyn FnOnce() + Send>;
+        let job: Arc<std::sync::Mutex<Option<Stop>>> =
+            Arc::new(std::sync::Mutex::new(Some(Box::new(stop))));
+        let theirs = job.clone();
+        let take = |job: &std::sync::Mutex<Option<Stop>>| {
+            job.lock().unwrap_or_else(|e| e.into_inner()).take()
+        };
+        let spawned = std::thread::Builder::new()
+            .name(format!("{}-adapter-stop", self.worker))
+            .spawn(move || {
+                if let Some(stop) = take(&theirs) {
+                    stop();
+                }
+            });
+        if spawned.is_err() {
+            if let Some(stop) = take(&job) {
+                stop();
+            }
         }
     }
 }
@@ -225,7 +260,10 @@ impl AdapterRunner {
     async fn ensure_started(&self, resource: &str) -> Result<(), String> {
         if !*self.started.borrow() {
             *self.started.borrow_mut() = true;
-            self.begin(resource)?;
+            if let Err(why) = self.begin(resource) {
+                self.link.break_with(why.clone());
+                return Err(why);
+            }
         }
         let waited = tokio::time::timeout(Duration::from_millis(READY_TIMEOUT_MS), async {
             // Bounded by the timeout around it.
@@ -337,16 +375,33 @@ impl JobRunner for AdapterRunner {
             .line(),
         );
         if !sent {
-            self.link
-                .break_with(format!("{}'s adapter closed its stdin", self.link.worker));
+            self.link.break_with(format!(
+                "{}'s adapter is not reading its stdin (closed, or {} lines behind)",
+                self.link.worker,
+                super::process::LINES_QUEUED_MAX
+            ));
         }
-        match answer.await {
-            Ok(Ok(report)) => report,
-            Ok(Err(why)) => {
+        // A job's longest honest life: the acquire deadline, the work, the
+        // longest hold, a lease, and slack for pauses and slow machines.
+        let limit_ms = self.config.acquire_deadline_ms()
+            + job.work_ms
+            + self.config.hold_ms_max()
+            + self.config.lease_ms()
+            + JOB_SLACK_MS;
+        match tokio::time::timeout(Duration::from_millis(limit_ms), answer).await {
+            Ok(Ok(Ok(report))) => report,
+            Ok(Ok(Err(why))) => {
                 tracing::warn!(worker = %self.link.worker, "{why}");
                 JobReport::Failed
             }
-            Err(_) => JobReport::Failed,
+            Ok(Err(_)) => JobReport::Failed,
+            Err(_) => {
+                self.link.break_with(format!(
+                    "{}'s adapter did not answer job {} within {limit_ms} ms",
+                    self.link.worker, job.job_id
+                ));
+                JobReport::Failed
+            }
         }
     }
 }
@@ -433,6 +488,15 @@ async fn handle_messages(
                 owner,
                 fence,
             } => {
+                if !link.jobs.borrow().contains_key(&job) {
+                    // Only a job the harness gave this worker may write:
+                    // a write for another worker's job is refused, unmade.
+                    link.break_with(format!(
+                        "{}'s adapter asked to write for job {job:?}, which is not running on it",
+                        link.worker
+                    ));
+                    return;
+                }
                 let reply = write(&env, &resource, &job, &owner, fence).await;
                 let reply = match reply {
                     Ok(outcome) => outcome_message(id, outcome),
@@ -444,7 +508,13 @@ async fn handle_messages(
                         detail: Some(detail),
                     },
                 };
-                link.process.send(reply.line());
+                if !link.process.send(reply.line()) {
+                    link.break_with(format!(
+                        "{}'s adapter is not reading its stdin",
+                        link.worker
+                    ));
+                    return;
+                }
             }
             FromAdapter::NextFence { id } => {
                 let reply = match next_fence(&env, &resource).await {
@@ -459,7 +529,13 @@ async fn handle_messages(
                         error: Some(why),
                     },
                 };
-                link.process.send(reply.line());
+                if !link.process.send(reply.line()) {
+                    link.break_with(format!(
+                        "{}'s adapter is not reading its stdin",
+                        link.worker
+                    ));
+                    return;
+                }
             }
             FromAdapter::Error { message } => {
                 link.break_with(format!("{}'s adapter gave up: {message}", link.worker));

@@ -39,6 +39,8 @@ pub const REQUESTS_PENDING_MAX: usize = 4_096;
 pub const CONNECTIONS_MAX: usize = 64;
 /// How long a connect to the proxy may take (loopback: well under one).
 const UPSTREAM_CONNECT_TIMEOUT_MS: u64 = 1_000;
+/// Pause after a failed accept.
+const ACCEPT_RETRY_MS: u64 = 10;
 /// Bytes read at a time.
 const READ_CHUNK_BYTES: usize = 16 * 1024;
 
@@ -248,10 +250,19 @@ pub fn start(listener: std::net::TcpListener, config: TapConfig) -> std::io::Res
         // Bounded by the adapter's connections (at most CONNECTIONS_MAX
         // at once); ends when the runner aborts it.
         loop {
-            let Ok((client, _)) = listener.accept().await else {
-                continue;
+            let client = match listener.accept().await {
+                Ok((client, _)) => client,
+                Err(error) => {
+                    // Out of descriptors, say: wait rather than spin.
+                    tracing::warn!("a lock adapter's tap could not accept: {error}");
+                    tokio::time::sleep(Duration::from_millis(ACCEPT_RETRY_MS)).await;
+                    continue;
+                }
             };
             if *open.borrow() >= CONNECTIONS_MAX {
+                tracing::warn!(
+                    "a lock adapter opened more than {CONNECTIONS_MAX} connections at once; refused one"
+                );
                 drop(client);
                 continue;
             }
