@@ -30,9 +30,16 @@ fn verdict(cell: &Cell) -> String {
         .iter()
         .filter(|v| v.status == Status::Undecided)
         .count();
+    let held = run
+        .verdicts
+        .iter()
+        .filter(|v| v.status == Status::Held)
+        .count();
     match (violated.is_empty(), run.error.as_ref(), undecided) {
         (false, _, _) => format!("**FAIL**: {}", violated.join(", ")),
-        (true, Some(error), _) => format!("stopped: {}", one_line(error)),
+        (true, Some(error), _) => format!("**broken**: {}", one_line(error)),
+        // Nothing held and nothing violated: the run showed nothing.
+        (true, None, _) if held == 0 => "no evidence (nothing judged)".into(),
         (true, None, 0) => "pass".into(),
         (true, None, n) => format!("pass ({n} undecided)"),
     }

@@ -60,14 +60,28 @@ impl Adapter {
         let lock = &init.lock;
         let fence_source = FenceSourceKind::from_name(&lock.fence_source)
             .ok_or_else(|| format!("unknown fence_source {:?}", lock.fence_source))?;
-        let config = LockConfig::builder()
+        let mut builder = LockConfig::builder()
             .lease_ms(lock.lease_ms)
             .renew_interval_ms(lock.renew_interval_ms)
             .hold_ms_max(lock.hold_ms_max)
             .acquire_deadline_ms(lock.acquire_deadline_ms)
             .op_timeout_ms(lock.op_timeout_ms)
             .fence_source(fence_source)
-            .keys(KeyScheme::default())
+            .keys(KeyScheme::default());
+        // The scenario's retry and renewal limits, where init gives them.
+        if let Some(n) = lock.renewals_max {
+            builder = builder.renewals_max(n);
+        }
+        if let Some(ms) = lock.backoff_base_ms {
+            builder = builder.backoff_base_ms(ms);
+        }
+        if let Some(ms) = lock.backoff_cap_ms {
+            builder = builder.backoff_cap_ms(ms);
+        }
+        if let Some(n) = lock.attempts_max {
+            builder = builder.attempts_max(n);
+        }
+        let config = builder
             .build()
             .map_err(|e| format!("lock settings refused by redfence-core: {e}"))?;
         let resource = ResourceName::new(lock.resource.as_str())

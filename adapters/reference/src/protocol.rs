@@ -48,6 +48,19 @@ pub struct LockSettings {
     pub op_timeout_ms: u64,
     /// `redis-counter` or `store`.
     pub fence_source: String,
+    /// Most renewals of one holding (absent: core's default).
+    #[serde(default)]
+    pub renewals_max: Option<u32>,
+    /// Full-jitter backoff base between acquire attempts (absent: core's
+    /// default).
+    #[serde(default)]
+    pub backoff_base_ms: Option<u64>,
+    /// Full-jitter backoff cap (absent: core's default).
+    #[serde(default)]
+    pub backoff_cap_ms: Option<u64>,
+    /// Most acquire attempts of one job (absent: core's default).
+    #[serde(default)]
+    pub attempts_max: Option<u32>,
 }
 
 /// The worker's Redis path in `init`.

@@ -36,6 +36,14 @@ pub struct LockSettings {
     pub acquire_deadline_ms: u64,
     /// Timeout of one call to a server.
     pub op_timeout_ms: u64,
+    /// Most renewals of one holding.
+    pub renewals_max: u32,
+    /// Full-jitter backoff between acquire attempts: base and cap.
+    pub backoff_base_ms: u64,
+    /// See `backoff_base_ms`.
+    pub backoff_cap_ms: u64,
+    /// Most acquire attempts of one job.
+    pub attempts_max: u32,
     /// Where the scenario expects fences from (`redis-counter`, `store`).
     pub fence_source: String,
 }

@@ -336,6 +336,10 @@ impl AdapterRunner {
                 hold_ms_max: self.config.hold_ms_max(),
                 acquire_deadline_ms: self.config.acquire_deadline_ms(),
                 op_timeout_ms: self.config.op_timeout_ms(),
+                renewals_max: self.config.renewals_max(),
+                backoff_base_ms: self.config.backoff_base_ms(),
+                backoff_cap_ms: self.config.backoff_cap_ms(),
+                attempts_max: self.config.attempts_max(),
                 fence_source: self.config.fence_source().name().to_owned(),
             },
         };
