@@ -71,7 +71,8 @@ const JOB_VALUE_SQL: &str = "UPDATE shared_resources SET value = $1, last_fence 
 const IS_COMPLETED_SQL: &str = "SELECT 1 FROM job_completions WHERE job_id = $1";
 const READ_SQL: &str = "SELECT value, last_fence FROM shared_resources WHERE id = $1";
 const FENCE_LOG_SQL: &str = "SELECT seq, resource_id, fence, owner_token, job_id, outcome, \
-                                    (extract(epoch FROM at) * 1000)::BIGINT \
+                                    floor(extract(epoch FROM at) * 1000)::BIGINT, \
+                                    floor(extract(epoch FROM at) * 1000000)::BIGINT \
                              FROM fence_log WHERE resource_id = $1 ORDER BY seq";
 
 /// Every statement the store runs, for [`PgFencedStore::prepare`].
@@ -421,7 +422,7 @@ impl FencedStore for PgFencedStore {
     }
 
     async fn fence_log(&self, resource: &ResourceName) -> Result<Vec<FenceLogEntry>, StoreError> {
-        type Row = (i64, String, i64, String, Option<String>, String, i64);
+        type Row = (i64, String, i64, String, Option<String>, String, i64, i64);
         let rows: Vec<Row> = bounded(self.op_timeout, async {
             Ok(sqlx::query_as(FENCE_LOG_SQL)
                 .bind(resource.as_str())
@@ -430,19 +431,23 @@ impl FencedStore for PgFencedStore {
         })
         .await?;
         rows.into_iter()
-            .map(|(seq, resource, fence, owner, job_id, outcome, at_ms)| {
-                let outcome = FenceOutcome::from_log_spelling(&outcome)
-                    .ok_or_else(|| StoreError::Protocol(format!("unknown outcome {outcome:?}")))?;
-                Ok(FenceLogEntry {
-                    seq,
-                    resource,
-                    fence,
-                    owner,
-                    job_id,
-                    outcome,
-                    at_ms,
-                })
-            })
+            .map(
+                |(seq, resource, fence, owner, job_id, outcome, at_ms, at_us)| {
+                    let outcome = FenceOutcome::from_log_spelling(&outcome).ok_or_else(|| {
+                        StoreError::Protocol(format!("unknown outcome {outcome:?}"))
+                    })?;
+                    Ok(FenceLogEntry {
+                        seq,
+                        resource,
+                        fence,
+                        owner,
+                        job_id,
+                        outcome,
+                        at_ms,
+                        at_us: Some(at_us),
+                    })
+                },
+            )
             .collect()
     }
 }

@@ -116,6 +116,13 @@ pub struct FenceLogEntry {
     pub outcome: FenceOutcome,
     /// Milliseconds since the Unix epoch (store clock).
     pub at_ms: i64,
+    /// The same in microseconds, where the store keeps them (PostgreSQL);
+    /// `None` for a store whose clock is in milliseconds (the simulated
+    /// one). A real run compares this time with Redis's, taken from
+    /// another server at microseconds: both must be moved onto the run's
+    /// clock at that precision, or rounding alone can put a commit a
+    /// millisecond after a deletion that followed it.
+    pub at_us: Option<i64>,
 }
 
 impl FenceLogEntry {
@@ -130,6 +137,20 @@ impl FenceLogEntry {
             owner: self.owner,
             job_id: self.job_id,
             outcome: self.outcome,
+        }
+    }
+
+    /// [`FenceLogEntry::into_record`] for a run whose start is known in
+    /// microseconds: the time is moved at that precision, then cut to the
+    /// millisecond (`at_ms` where the store has no microseconds).
+    pub fn into_record_us(self, run_start_us: i64) -> redfence_history::FenceRecord {
+        let at_ms = match self.at_us {
+            Some(at_us) => at_us.saturating_sub(run_start_us).div_euclid(1_000),
+            None => self.at_ms.saturating_sub(run_start_us.div_euclid(1_000)),
+        };
+        redfence_history::FenceRecord {
+            at_ms: u64::try_from(at_ms).unwrap_or(0),
+            ..self.into_record(0)
         }
     }
 }
@@ -154,4 +175,40 @@ pub trait FencedStore: Send + Sync {
 
     /// The fence log of one resource, in commit order.
     async fn fence_log(&self, resource: &ResourceName) -> Result<Vec<FenceLogEntry>, StoreError>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(at_ms: i64, at_us: Option<i64>) -> FenceLogEntry {
+        FenceLogEntry {
+            seq: 1,
+            resource: "r".into(),
+            fence: 0,
+            owner: "o".into(),
+            job_id: None,
+            outcome: FenceOutcome::Accepted,
+            at_ms,
+            at_us,
+        }
+    }
+
+    #[test]
+    fn a_commit_before_a_deletion_stays_before_it_on_the_run_clock() {
+        // The run started at 1000.9 ms; a commit at 2685.0 ms, then a
+        // deletion on another server at 2685.5 ms (1684.6 ms into the run:
+        // 1684 on the run's millisecond clock). Milliseconds on both sides
+        // would give the commit 2685 - 1000 = 1685, after the deletion.
+        let start_us = 1_000_900;
+        assert_eq!(entry(2_685, None).into_record(1_000).at_ms, 1_685);
+        assert_eq!(
+            entry(2_685, Some(2_685_000)).into_record_us(start_us).at_ms,
+            1_684
+        );
+        // A store without microseconds falls back to milliseconds.
+        assert_eq!(entry(2_685, None).into_record_us(start_us).at_ms, 1_685);
+        // Before the run: 0.
+        assert_eq!(entry(0, Some(10)).into_record_us(start_us).at_ms, 0);
+    }
 }

@@ -332,7 +332,7 @@ impl RealWorld {
             .map_err(|e| WorldError::Failed(format!("reading the fence log: {e}")))?;
         let store = log
             .into_iter()
-            .map(|entry| entry.into_record(self.started_wall_ms))
+            .map(|entry| entry.into_record_us(self.started_wall_us))
             .collect();
         let events = self
             .cluster()

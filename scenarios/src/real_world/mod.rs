@@ -231,12 +231,11 @@ pub struct RealWorld {
     /// error or a failover.
     peek_conn: Option<(RedisNode, MultiplexedConnection)>,
     started: Instant,
-    /// Wall time at `started`, to put the fence log's timestamps on the
-    /// world's clock.
-    started_wall_ms: i64,
-    /// The same in microseconds, for the Redis recording's timestamps: a
-    /// whole millisecond of offset would put a server's deletion after the
-    /// reply that reported it.
+    /// Wall time at `started` in microseconds, to put the servers' own
+    /// timestamps (Redis's recording, PostgreSQL's fence log) on the
+    /// world's clock: a whole millisecond of offset would put a server's
+    /// deletion after the reply that reported it, or a commit after the
+    /// deletion that followed it.
     started_wall_us: i64,
     /// Last: everything above may need the runtime to drop.
     rt: Runtime,
@@ -335,7 +334,6 @@ impl RealWorld {
             admin_store: admin_store.with_op_timeout(Duration::from_millis(ADMIN_TIMEOUT_MS)),
             peek_conn: None,
             started,
-            started_wall_ms: started_wall_us.div_euclid(1_000),
             started_wall_us,
             rt,
         })

@@ -497,6 +497,7 @@ fn decode_fence_log(d: &mut Decoder<'_>) -> Result<Vec<FenceLogEntry>, ProtocolE
             job_id,
             outcome,
             at_ms,
+            at_us: None,
         });
     }
     Ok(entries)
@@ -516,6 +517,7 @@ mod tests {
             job_id: job_id.map(str::to_owned),
             outcome,
             at_ms: 1_234,
+            at_us: None,
         }
     }
 

@@ -86,6 +86,7 @@ impl Tables {
             job_id: job_id.map(str::to_owned),
             outcome,
             at_ms,
+            at_us: None,
         });
     }
 }
