@@ -577,9 +577,10 @@ fn store_failure(error: StoreError) -> (bool, String) {
     (error.definitely_not_applied(), error.to_string())
 }
 
-/// The protected write on the worker's (observed) store path: fenced when
-/// the lock gave a fence, else the unchecked path with no fence (fence 0),
-/// which `unfenced-stale-write` judges.
+/// The protected write on the worker's (observed) store path, completing
+/// its job idempotently either way: fenced when the lock gave a fence,
+/// else the unchecked path with no fence (fence 0), which
+/// `unfenced-stale-write` judges.
 async fn write(
     env: &WorkerEnv,
     resource: &ResourceName,
@@ -616,6 +617,17 @@ async fn write(
         }
         None => {
             OwnerToken::new(owner).map_err(|e| bad(format!("owner: {e}")))?;
+            // Idempotent like the fenced write: a job completed before is
+            // not applied again. Not having a fence is the library's; not
+            // checking the job is not, and exactly-once must judge the
+            // former only. (A check, then the write: two copies of one job
+            // at the very same moment can still both apply.)
+            let id = JobId::new(job_id).map_err(|e| bad(format!("job id: {e}")))?;
+            match env.store.is_completed(&id).await {
+                Ok(true) => return Ok(Written::AlreadyDone),
+                Ok(false) => {}
+                Err(error) => return Err(store_failure(error)),
+            }
             match env
                 .raw_store
                 .write_unchecked(resource.as_str(), 0, owner, Some(job_id), &value)
