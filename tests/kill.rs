@@ -615,4 +615,5 @@ fn killed_adapter_runs_leave_no_adapter_process() {
         let left = wait_vanished(&before, VANISH_LIMIT);
         assert!(left.is_empty(), "{name}: processes left: {left:?}");
     }
+    let _ = std::fs::remove_dir_all(&dir);
 }
