@@ -10,7 +10,8 @@ use crate::scenario::{Param, Scenario, ScenarioError, Setup};
 use crate::stage::Stage;
 use crate::world::Fault;
 
-use super::{jobs, plan, settle, STEP_MS_MAX};
+use super::{jobs, plan, reach, settle, STEP_MS_MAX};
+use crate::driver::Phase;
 
 /// Jobs per worker.
 const JOBS: usize = 2;
@@ -20,8 +21,12 @@ const WORK_MS: u64 = 200;
 /// timeout, shorter than the lease, so a re-ask finds the lease still there.
 const DROP_MS: u64 = 250;
 /// Pause before each of worker 0's jobs: the replies start to vanish in
-/// the one before its second job.
-const START_DELAY_MS: u64 = 50;
+/// the one before its second job. Longer than the harness takes to see the
+/// first job end and put the fault in place on real servers (a poll plus a
+/// Toxiproxy call per proxy: up to 60 ms measured in debug builds), so the
+/// second acquire always starts after the replies are gone; at 50 ms it
+/// sometimes started before, and the run tested nothing it meant to.
+const START_DELAY_MS: u64 = 200;
 /// Time after the run for a lock that never expires to show.
 const TAIL_MS: u64 = 5_000;
 
@@ -35,7 +40,7 @@ impl Scenario for LostAcquireReply {
     }
 
     fn describe(&self) -> &'static str {
-        "Worker 0's first acquire runs on Redis but the reply is lost; a second worker \
+        "Worker 0's second acquire runs on Redis but the reply is lost; a second worker \
          contends. The worker must re-ask with the same owner token (and be told the \
          lease is its own, with the same fence) or fail closed; either way no write \
          happens without a known lease, and a lock whose holder never learned of it \
@@ -84,7 +89,9 @@ impl Scenario for LostAcquireReply {
             ));
         }
         stage.fault(Fault::DropRedisReplies(0))?;
-        // The contender arrives while the answer is lost.
+        // The loss is timed from the acquire it is meant for, and the
+        // contender arrives while that acquire's answer is lost.
+        reach(stage, 0, Phase::Acquiring)?;
         stage.spawn(1, plan(&setup, jobs(1, JOBS, WORK_MS), 30))?;
         stage.run_for(DROP_MS)?;
         stage.fault(Fault::RestoreRedisReplies(0))?;
