@@ -237,6 +237,56 @@ async fn read_snapshot(addr: &str, node: RedisNode) -> Result<Snapshot> {
     }
 }
 
+/// Longest a `BGSAVE` may take (a lock run's keyspace saves in
+/// milliseconds; a fork on a loaded machine in tens).
+const BGSAVE_TIMEOUT_MS: u64 = 10_000;
+/// Between two looks at whether a `BGSAVE` finished.
+const BGSAVE_POLL_MS: u64 = 5;
+
+/// `BGSAVE` on the node at `addr`, waited for: done when `INFO
+/// persistence` counts one more successful save than before it began.
+async fn bgsave(addr: &str, node: RedisNode) -> Result<()> {
+    let saves = |info: String| -> Option<u64> { info_field(&info, "rdb_saves")?.parse().ok() };
+    let info = || {
+        let mut command = redis::cmd("INFO");
+        command.arg("persistence");
+        command
+    };
+    let before = saves(admin_command::<String>(addr, node, info()).await?);
+    let Some(before) = before else {
+        return Err(ChaosError::Process {
+            server: node.name(),
+            message: "INFO persistence has no rdb_saves (Redis 7.0 or later is needed)".into(),
+        });
+    };
+    // SCHEDULE: a replica's full sync may have a child running; a plain
+    // BGSAVE would then fail, a scheduled one runs right after it.
+    let mut save = redis::cmd("BGSAVE");
+    save.arg("SCHEDULE");
+    admin_command::<()>(addr, node, save).await?;
+    // Bounded by the timeout.
+    for _ in 0..BGSAVE_TIMEOUT_MS / BGSAVE_POLL_MS {
+        let now = admin_command::<String>(addr, node, info()).await?;
+        let done = saves(now.clone()).is_some_and(|n| n > before)
+            && info_field(&now, "rdb_bgsave_in_progress") == Some("0");
+        if done {
+            return match info_field(&now, "rdb_last_bgsave_status") {
+                Some("ok") => Ok(()),
+                status => Err(ChaosError::Process {
+                    server: node.name(),
+                    message: format!("BGSAVE failed (rdb_last_bgsave_status {status:?})"),
+                }),
+            };
+        }
+        tokio::time::sleep(Duration::from_millis(BGSAVE_POLL_MS)).await;
+    }
+    Err(ChaosError::NotReady {
+        server: node.name(),
+        waited: Duration::from_millis(BGSAVE_TIMEOUT_MS),
+        last_error: "BGSAVE did not finish".into(),
+    })
+}
+
 /// A field of `INFO replication`.
 /// Longest a cut waits for the replica to notice its link is gone.
 const CUT_WAIT_MS: u64 = 10_000;
@@ -694,7 +744,8 @@ impl RealCluster {
         Ok(())
     }
 
-    /// Stops the current primary (its data is lost: no persistence).
+    /// Kills the current primary (`kill -9`): what it held is lost, except
+    /// what its last [`RealCluster::snapshot_redis`] wrote to disk.
     pub async fn stop_redis(&self) -> Result<()> {
         let mut state = self.state.lock().await;
         let primary = state.primary;
@@ -713,8 +764,28 @@ impl RealCluster {
         stopped
     }
 
-    /// Starts the current primary again, empty, on the same address, and
-    /// has its recorder attached again before returning.
+    /// `BGSAVE` on the current primary, waited for: its keys as of now are
+    /// on disk, and its next restart loads them — a crash after this loses
+    /// exactly the writes made since, as a machine running `redis-server`
+    /// with snapshot-only persistence does. Refused for external servers.
+    pub async fn snapshot_redis(&self) -> Result<()> {
+        if self.provider == ProviderKind::External {
+            return Err(ChaosError::Unsupported {
+                operation: "a Redis snapshot and restart",
+                provider: "external",
+                why: "the servers are not ours to stop; use containers or local",
+            });
+        }
+        let state = self.state.lock().await;
+        let primary = state.primary;
+        let addr = self.node_addr(primary)?.to_owned();
+        drop(state);
+        bgsave(&addr, primary).await
+    }
+
+    /// Starts the current primary again on the same address — from its
+    /// last snapshot, or empty when it took none — and has its recorder
+    /// attached again, and told what the server loaded, before returning.
     pub async fn restart_redis(&self) -> Result<()> {
         let mut state = self.state.lock().await;
         let primary = state.primary;
@@ -746,6 +817,16 @@ impl RealCluster {
                     "{}: not recorded after its restart ({error})",
                     primary.name()
                 ));
+            }
+            // What it loaded from disk (nothing, without a snapshot), read
+            // while no worker can reach it: the tape goes on from there.
+            let at_us = monitor::unix_us_now();
+            match read_snapshot(addr, primary).await {
+                Ok(snap) => recorder.mark_at(at_us, Mark::Loaded(snap)),
+                Err(error) => recorder.gap(format!(
+                    "{}: what it loaded at its restart could not be read ({error})",
+                    primary.name()
+                )),
             }
         }
         for name in held {

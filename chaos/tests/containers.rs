@@ -68,6 +68,24 @@ async fn container_cluster_serves_faults_and_fails_over_then_leaves_nothing() {
         "restarted empty"
     );
 
+    // Snapshot-only persistence in a container: the snapshot survives the
+    // kill in the container's writable layer and the restart loads it.
+    assert_eq!(call(&w0, "SET saved 1").await.unwrap(), "+OK\r\n");
+    cluster.snapshot_redis().await.unwrap();
+    assert_eq!(call(&w0, "SET lost 1").await.unwrap(), "+OK\r\n");
+    cluster.stop_redis().await.unwrap();
+    cluster.restart_redis().await.unwrap();
+    assert_eq!(
+        call(&w0, "GET saved").await.unwrap(),
+        "$1\r\n1\r\n",
+        "written before the snapshot: loaded"
+    );
+    assert_eq!(
+        call(&w0, "GET lost").await.unwrap(),
+        "$-1\r\n",
+        "written after the snapshot: lost"
+    );
+
     cluster
         .wait_for_replication(15_000)
         .await

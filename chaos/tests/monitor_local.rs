@@ -185,7 +185,15 @@ async fn a_stop_and_a_restart_are_marked_and_recording_goes_on() {
         })
         .collect();
     assert!(
-        matches!(marks[..], [Mark::Loaded(_), Mark::Stopped, Mark::Started]),
+        matches!(
+            marks[..],
+            [
+                Mark::Loaded(_),
+                Mark::Stopped,
+                Mark::Started,
+                Mark::Loaded(_)
+            ]
+        ),
         "{marks:?}"
     );
     let seen = commands(tape);

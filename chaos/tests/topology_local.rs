@@ -244,6 +244,58 @@ async fn stop_and_restart_redis_comes_back_empty() {
     cluster.shutdown().await;
 }
 
+/// Snapshot-only persistence, for real: a lock granted before a `BGSAVE`
+/// survives a `kill -9` and restart (with what was left of its lease), one
+/// granted after it is gone, and the recorder's tape says what the
+/// restarted server loaded.
+#[tokio::test]
+async fn a_restart_after_a_snapshot_loses_exactly_the_writes_after_it() {
+    let cluster = local_cluster(1).await;
+    let w0 = cluster.worker_redis_url(0).unwrap();
+    let primary = cluster.redis_node_url(RedisNode::Primary).unwrap();
+    let set = "SET lock:{saved} owner-a PX 60000 NX";
+    assert_eq!(call(&w0, set).await.unwrap(), "+OK\r\n");
+    cluster.snapshot_redis().await.unwrap();
+    let set = "SET lock:{lost} owner-b PX 60000 NX";
+    assert_eq!(call(&w0, set).await.unwrap(), "+OK\r\n");
+    cluster.stop_redis().await.unwrap();
+    assert!(call(&primary, "PING").await.is_err(), "primary down");
+    cluster.restart_redis().await.unwrap();
+    assert_eq!(
+        call(&w0, "GET lock:{saved}").await.unwrap(),
+        "$7\r\nowner-a\r\n",
+        "the lock granted before the snapshot is back"
+    );
+    let pttl = call(&w0, "PTTL lock:{saved}").await.unwrap();
+    let left_ms: i64 = pttl.trim_start_matches(':').trim().parse().unwrap();
+    assert!(
+        (1..=60_000).contains(&left_ms),
+        "with the rest of its lease: {pttl:?}"
+    );
+    assert_eq!(
+        call(&w0, "GET lock:{lost}").await.unwrap(),
+        "$-1\r\n",
+        "the lock granted after the snapshot is gone"
+    );
+    let tapes = cluster.redis_tapes().await;
+    let tape = tapes.iter().find(|t| t.node == RedisNode::Primary).unwrap();
+    let loaded = tape.tape.entries.iter().rev().find_map(|e| match e {
+        redfence_chaos::monitor::TapeEntry::Mark {
+            mark: redfence_chaos::monitor::Mark::Loaded(snap),
+            ..
+        } => Some(snap.clone()),
+        _ => None,
+    });
+    let keys: Vec<String> = loaded
+        .expect("the restart is marked with what it loaded")
+        .strings
+        .iter()
+        .map(|(key, _, _)| String::from_utf8_lossy(key).into_owned())
+        .collect();
+    assert_eq!(keys, vec!["lock:{saved}".to_owned()]);
+    cluster.shutdown().await;
+}
+
 #[tokio::test]
 async fn cut_replication_holds_writes_back_until_restored() {
     let cluster = local_cluster(1).await;

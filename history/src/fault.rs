@@ -43,9 +43,15 @@ pub enum Fault {
         /// Added latency each way.
         latency_ms: u64,
     },
-    /// The Redis primary stops (no persistence: its keys are gone).
+    /// The Redis primary crashes (`kill -9`): every key it held is gone,
+    /// except what its last snapshot saved.
     StopRedis,
-    /// The Redis primary starts again, empty.
+    /// The Redis primary writes a snapshot of its keys to disk now
+    /// (`BGSAVE`, waited for); a later restart loads it.
+    SnapshotRedis,
+    /// The Redis primary starts again: from its last snapshot (what it
+    /// held at [`Fault::SnapshotRedis`], writes since then lost), empty when
+    /// it never took one.
     RestartRedis,
     /// Replication from primary to replica stops getting through.
     CutReplication,
@@ -78,6 +84,7 @@ impl Fault {
                 format!("redis latency {latency_ms} ms for {}", worker_name(*worker))
             }
             Fault::StopRedis => "stop redis".to_owned(),
+            Fault::SnapshotRedis => "snapshot redis to disk".to_owned(),
             Fault::RestartRedis => "restart redis".to_owned(),
             Fault::CutReplication => "cut replication".to_owned(),
             Fault::RestoreReplication => "restore replication".to_owned(),

@@ -190,6 +190,7 @@ impl World for SimWorld {
                 sim.stop_redis();
                 Ok(())
             }
+            Fault::SnapshotRedis => sim.snapshot_redis(),
             Fault::RestartRedis => {
                 sim.restart_redis();
                 Ok(())

@@ -503,6 +503,65 @@ fn the_recorded_redis_log_follows_the_real_servers() {
     assert_eq!(changes(&on(&log, "replica")), [set("c")], "{log:?}");
 }
 
+/// A restart that forgets, the same in both worlds: the primary takes a
+/// snapshot while `a` holds the lock, `b` then overwrites it, and the
+/// primary is killed and restarted from the snapshot. Real Redis
+/// (snapshot-only persistence, `BGSAVE`, `kill -9`, start from `dump.rdb`)
+/// and the simulated server give the same ownership log: `b`'s lock is
+/// lost in the crash and `a` holds the lock again (the snapshot had it).
+#[test]
+fn a_restart_from_a_snapshot_forgets_the_same_lock_in_both_worlds() {
+    use redfence_scenarios::history::OwnershipChange;
+    use redfence_scenarios::sim_world::SimWorlds;
+    let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let factories: [(&str, Box<dyn WorldFactory>); 2] =
+        [("sim", Box::new(SimWorlds)), ("real", Box::new(worlds()))];
+    let owner = |o: &str| o.to_owned();
+    let expected = vec![
+        OwnershipChange::Set { owner: owner("a") },
+        OwnershipChange::Overwritten {
+            from: owner("a"),
+            to: owner("b"),
+        },
+        OwnershipChange::Lost { owner: owner("b") },
+        OwnershipChange::Set { owner: owner("a") },
+    ];
+    for (name, factory) in factories {
+        let mut world = factory.build(&spec(2, false)).expect("a world");
+        send(
+            world.as_mut(),
+            0,
+            &[&["SET", "lock:{p}", "a", "NX", "PX", "60000"]],
+        );
+        world.inject(&Fault::SnapshotRedis).expect("snapshot");
+        send(
+            world.as_mut(),
+            1,
+            &[&["SET", "lock:{p}", "b", "PX", "60000"]],
+        );
+        world.inject(&Fault::StopRedis).expect("stop");
+        world.inject(&Fault::RestartRedis).expect("restart");
+        world.run_for(50).expect("run");
+        assert_eq!(
+            world.peek("lock:{p}").expect("peek").as_deref(),
+            Some("a"),
+            "{name}: the restarted primary holds the snapshot's lock"
+        );
+        let truth = world.truth("lock:{p}", "p").expect("truth");
+        let log = truth
+            .redis
+            .unwrap_or_else(|| panic!("{name}: a log: {:?}", truth.redis_gap));
+        // The primary's own log (the real world's replica, which no
+        // client uses here, keeps a log of its own).
+        let changes: Vec<OwnershipChange> = log
+            .into_iter()
+            .filter(|r| r.server == "redis")
+            .map(|r| r.change)
+            .collect();
+        assert_eq!(changes, expected, "{name}");
+    }
+}
+
 /// A recording the replay cannot trust is no log: a command the engine
 /// does not know (here `SADD`: the simulated server has no sets) makes the
 /// Redis truth `None`, and the gap names it, so verdicts that needed the

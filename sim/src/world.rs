@@ -90,6 +90,14 @@ pub enum WorldError {
     /// The simulation failed (a host returned an error, or ran past its duration).
     #[error("simulation failed: {0}")]
     Sim(String),
+    /// A Redis host that must be up for the operation is down.
+    #[error("{host} is down: {what} needs it running")]
+    RedisDown {
+        /// The host.
+        host: String,
+        /// What was asked of it.
+        what: &'static str,
+    },
 }
 
 /// Builder for a [`World`]; see the module doc for defaults.
@@ -817,12 +825,41 @@ impl World {
         self.fault(format!("stop {primary}"));
     }
 
-    /// Restarts the current primary, empty.
+    /// `BGSAVE` on the current primary: what it holds now is what its next
+    /// restart loads; writes after this are lost by a crash.
+    pub fn snapshot_redis(&mut self) -> Result<(), WorldError> {
+        self.sync_server_clocks();
+        let primary = self.current_primary_host();
+        let now_ms = self.sim.elapsed().as_millis() as u64;
+        if !self.handle_of(&primary).save(now_ms) {
+            return Err(WorldError::RedisDown {
+                host: primary,
+                what: "a snapshot",
+            });
+        }
+        self.fault(format!("snapshot {primary} to disk"));
+        Ok(())
+    }
+
+    /// Restarts the current primary: from its last snapshot
+    /// ([`World::snapshot_redis`]), or empty when it never took one.
     pub fn restart_redis(&mut self) {
         self.sync_server_clocks();
         let primary = self.current_primary_host();
+        let loads = match self.handle_of(&primary).saved_at_ms() {
+            Some(at_ms) => format!("from its snapshot at {at_ms} ms"),
+            None => "empty".to_owned(),
+        };
         self.sim.bounce(primary.as_str());
-        self.fault(format!("restart {primary} (empty)"));
+        self.fault(format!("restart {primary} ({loads})"));
+    }
+
+    /// The handle of the Redis host called `host`.
+    fn handle_of(&self, host: &str) -> &RedisHandle {
+        match &self.replica {
+            Some(replica) if host == REPLICA_HOST => replica,
+            _ => &self.primary,
+        }
     }
 
     /// Holds the replication link: writes stop reaching the replica.

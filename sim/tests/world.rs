@@ -488,3 +488,105 @@ fn replica_resyncs_from_a_primary_restarted_empty() -> Result<(), WorldError> {
     );
     Ok(())
 }
+
+/// A primary that crashes after a snapshot comes back with what the
+/// snapshot held — a lock granted before it is held again, by the same
+/// owner, with its original deadline — and without the lock granted after
+/// it: the "restart that forgets" of snapshot-only persistence. The
+/// ownership log says so from the server's side.
+#[test]
+fn a_restart_loads_the_last_snapshot_and_forgets_the_writes_after_it() -> Result<(), WorldError> {
+    let long = LockConfig::builder()
+        .lease_ms(10_000)
+        .renew_interval_ms(3_000)
+        .op_timeout_ms(50)
+        .backoff_base_ms(5)
+        .backoff_cap_ms(20)
+        .build()
+        .unwrap();
+    let other = ResourceName::new("other-resource").unwrap();
+    let mut world = WorldBuilder::new(21).workers(1).build()?;
+    let (lock_a, lock_b) = (long.clone(), long.clone());
+    let other_name = other.clone();
+    world.spawn_worker(0, move |ctx| async move {
+        let lock = ctx.lock_client(lock_a);
+        assert!(matches!(
+            lock.acquire(&resource()).await,
+            Ok(AcquireOutcome::Acquired(_))
+        ));
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let lock = ctx.lock_client(lock_b);
+        assert!(matches!(
+            lock.acquire(&other_name).await,
+            Ok(AcquireOutcome::Acquired(_))
+        ));
+    })?;
+    world.run_for(Duration::from_millis(100))?;
+    let before = world
+        .primary()
+        .get(&lock_key())
+        .expect("held before the snapshot");
+    world.snapshot_redis()?;
+    world.run_until_workers_done(Duration::from_secs(2))?;
+    let other_key = format!("lock:{{{}}}", other.as_str());
+    assert!(
+        world.primary().get(&other_key).is_some(),
+        "granted after it"
+    );
+    world.stop_redis();
+    world.restart_redis();
+    world.run_for(Duration::from_millis(50))?;
+    assert_eq!(
+        world.primary().get(&lock_key()),
+        Some(before.clone()),
+        "the snapshot's lock is back, same owner"
+    );
+    assert_eq!(
+        world.primary().get(&other_key),
+        None,
+        "the lock granted after the snapshot is forgotten"
+    );
+    let owner = String::from_utf8(before).unwrap();
+    let changes: Vec<(String, OwnershipChange)> = world
+        .ownership()
+        .events()
+        .into_iter()
+        .map(|e| (e.key, e.change))
+        .collect();
+    let of = |key: &str| -> Vec<&OwnershipChange> {
+        changes
+            .iter()
+            .filter(|(k, _)| k == key)
+            .map(|(_, c)| c)
+            .collect()
+    };
+    assert_eq!(
+        of(&lock_key()),
+        vec![
+            &OwnershipChange::Set {
+                owner: owner.clone()
+            },
+            &OwnershipChange::Lost {
+                owner: owner.clone()
+            },
+            &OwnershipChange::Set { owner },
+        ],
+        "held, lost in the crash, loaded again"
+    );
+    assert!(
+        matches!(
+            of(&other_key)[..],
+            [OwnershipChange::Set { .. }, OwnershipChange::Lost { .. }]
+        ),
+        "held, lost for good: {:?}",
+        of(&other_key)
+    );
+    assert!(
+        world
+            .trace()
+            .to_text()
+            .contains("restart redis (from its snapshot at 100 ms)"),
+        "the trace names the snapshot the restart loaded"
+    );
+    Ok(())
+}

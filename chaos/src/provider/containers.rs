@@ -38,8 +38,10 @@ use crate::wait::{until_ready, Probe, READY_TIMEOUT_MS};
 /// Attempts at starting a container on a fresh port when its port was
 /// taken between our pick and its bind.
 const PORT_ATTEMPTS_MAX: u32 = 3;
-/// Seconds Docker waits after SIGTERM before SIGKILL when stopping Redis.
-const STOP_GRACE_S: i32 = 2;
+/// Longest a killed Redis container may take to show as stopped.
+const KILL_WAIT_MS: u64 = 5_000;
+/// Between two looks at whether it has.
+const KILL_POLL_MS: u64 = 10;
 /// How long a Docker API call may take before we call the engine absent.
 pub const DOCKER_PING_TIMEOUT_MS: u64 = 3_000;
 
@@ -393,12 +395,29 @@ impl ContainerServers {
         Ok(addrs)
     }
 
-    /// Stops a Redis container (its data is gone: no persistence).
+    /// Kills a Redis container (`SIGKILL`, as a crash): its data is gone,
+    /// except a snapshot a `BGSAVE` wrote into the container's `/tmp`,
+    /// which survives in its writable layer and its next start loads.
     pub async fn stop_redis(&mut self, node: RedisNode) -> Result<()> {
-        self.container(node)?
-            .stop_with_timeout(Some(STOP_GRACE_S))
+        let id = self.container(node)?.id().to_owned();
+        let options = testcontainers::bollard::query_parameters::KillContainerOptionsBuilder::new()
+            .signal("SIGKILL")
+            .build();
+        self.docker
+            .kill_container(&id, Some(options))
             .await
-            .map_err(|e| ChaosError::Docker(format!("stopping {}: {e}", node.name())))
+            .map_err(|e| ChaosError::Docker(format!("killing {}: {e}", node.name())))?;
+        // Bounded: the kill is immediate; the daemon reports the exit soon.
+        for _ in 0..KILL_WAIT_MS / KILL_POLL_MS {
+            if !self.container(node)?.is_running().await.unwrap_or(false) {
+                return Ok(());
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(KILL_POLL_MS)).await;
+        }
+        Err(ChaosError::Docker(format!(
+            "{} still runs {KILL_WAIT_MS} ms after SIGKILL",
+            node.name()
+        )))
     }
 
     /// Starts a stopped Redis container again (same command, same port).

@@ -451,10 +451,12 @@ impl LocalServers {
         Ok(addr)
     }
 
-    /// Stops a Redis node (no persistence: its data is gone).
+    /// Kills a Redis node (`kill -9`, as a crash): its data is gone,
+    /// except a snapshot a `BGSAVE` wrote into its folder, which its next
+    /// start loads.
     pub async fn stop_redis(&mut self, node: RedisNode) -> Result<()> {
         if let Some(child) = self.redis[node.index()].child.take() {
-            stop_async(child, libc::SIGTERM).await;
+            stop_async(child, libc::SIGKILL).await;
         }
         Ok(())
     }
@@ -595,9 +597,11 @@ const PG_SETTINGS: &[&str] = &[
     "max_connections=200",
 ];
 
-/// redis-server's arguments: loopback, no persistence (a restart is empty,
-/// as in the simulation), and diskless replication without the default
-/// 5 s delay, so a replica syncs at once.
+/// redis-server's arguments: loopback, no automatic persistence (no save
+/// points, no AOF: a restart is empty, as in the simulation, unless a
+/// `BGSAVE` asked for wrote `dump.rdb` into `dir`, which a start loads),
+/// and diskless replication without the default 5 s delay, so a replica
+/// syncs at once.
 pub fn redis_args(port: u16, dir: &Path) -> Vec<String> {
     let mut args: Vec<String> = [
         "--bind",

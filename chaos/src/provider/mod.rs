@@ -386,7 +386,8 @@ impl Servers {
         }
     }
 
-    /// Stops a Redis node (its data is lost: no persistence).
+    /// Kills a Redis node (`kill -9`): its data is lost, except a snapshot
+    /// a `BGSAVE` wrote, which its next start loads.
     pub async fn stop_redis(&mut self, node: RedisNode) -> Result<()> {
         match &mut self.backend {
             Backend::Local(s) => s.stop_redis(node).await,
@@ -395,7 +396,8 @@ impl Servers {
         }
     }
 
-    /// Starts a stopped Redis node again, empty, on the same address.
+    /// Starts a stopped Redis node again on the same address: empty, or
+    /// from the snapshot a `BGSAVE` wrote.
     pub async fn start_redis(&mut self, node: RedisNode) -> Result<()> {
         match &mut self.backend {
             Backend::Local(s) => s.start_redis(node).await,

@@ -258,6 +258,7 @@ impl RealWorld {
                 self.cluster_op(|c| c.set_latency(worker, Path::Redis, latency_ms))
             }
             Fault::StopRedis => self.cluster_op(|c| c.stop_redis()),
+            Fault::SnapshotRedis => self.cluster_op(|c| c.snapshot_redis()),
             Fault::RestartRedis => self.cluster_op(|c| c.restart_redis()),
             Fault::CutReplication => {
                 self.needs_replica(fault)?;

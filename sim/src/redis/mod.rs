@@ -243,6 +243,16 @@ pub struct RedisHandle(Rc<RefCell<HandleState>>);
 #[derive(Default)]
 struct HandleState {
     live: Option<Rc<Server>>,
+    /// The last snapshot written to disk (`BGSAVE`): what the next start
+    /// of this host loads, as `redis-server` loads its `dump.rdb`.
+    saved: Option<Saved>,
+}
+
+/// A snapshot on disk: when it was taken and every key then, with its
+/// absolute deadline (an RDB file stores expiry as a time, not a TTL).
+struct Saved {
+    at_ms: u64,
+    entries: Vec<(usize, Vec<u8>, keyspace::Entry)>,
 }
 
 impl RedisHandle {
@@ -297,6 +307,48 @@ impl RedisHandle {
         }
     }
 
+    /// `BGSAVE` at `now_ms`: the live instance's keys become what the next
+    /// start loads (writes after it are lost by a crash). Returns whether
+    /// an instance was up to take it.
+    pub fn save(&self, now_ms: u64) -> bool {
+        let Some(server) = self.live() else {
+            return false;
+        };
+        server.observe_time(now_ms);
+        let entries = server.keyspace.borrow().snapshot();
+        self.0.borrow_mut().saved = Some(Saved {
+            at_ms: now_ms,
+            entries,
+        });
+        true
+    }
+
+    /// When the snapshot the next start loads was taken, if there is one.
+    pub fn saved_at_ms(&self) -> Option<u64> {
+        self.0.borrow().saved.as_ref().map(|saved| saved.at_ms)
+    }
+
+    /// Loads the saved snapshot, if any, into `server` (just started):
+    /// keys whose deadline has passed are skipped, as `redis-server`
+    /// skips expired keys when a primary loads its RDB file.
+    fn load_saved(&self, server: &Server) {
+        let entries: Vec<(usize, Vec<u8>, keyspace::Entry)> = {
+            let state = self.0.borrow();
+            let Some(saved) = state.saved.as_ref() else {
+                return;
+            };
+            let now_ms = server.now_ms();
+            saved
+                .entries
+                .iter()
+                .filter(|(_, _, entry)| entry.expires_at_ms.is_none_or(|at| now_ms < at))
+                .cloned()
+                .collect()
+        };
+        let now_ms = server.now_ms();
+        server.keyspace.borrow_mut().load_snapshot(entries, now_ms);
+    }
+
     /// Registers `server` as the live instance. A previous instance that
     /// was not shut down cleanly is recorded as crashed first.
     fn register(&self, server: Rc<Server>) {
@@ -345,7 +397,8 @@ impl Drop for CrashGuard {
 /// Serves forever on `0.0.0.0:port` of the current turmoil host.
 ///
 /// Call it inside `sim.host(name, || ...)`: every (re)start calls it again
-/// with a fresh, empty keyspace and an empty script cache, and registers the
+/// with a fresh keyspace — empty, or the handle's saved snapshot
+/// ([`RedisHandle::save`]) — and an empty script cache, and registers the
 /// new instance in `handle`. When the host is crashed, the lock keys that
 /// were held are recorded as `Lost` and the handle goes down.
 pub async fn serve_turmoil(
@@ -356,6 +409,7 @@ pub async fn serve_turmoil(
     let listener = turmoil::net::TcpListener::bind(("0.0.0.0", config.port)).await?;
     let server = Server::start(config, log, Clock::turmoil(), transport::Transport::Turmoil);
     handle.register(server.clone());
+    handle.load_saved(&server);
     let _guard = CrashGuard {
         server: server.clone(),
         handle,
