@@ -237,6 +237,27 @@ async fn read_snapshot(addr: &str, node: RedisNode) -> Result<Snapshot> {
     }
 }
 
+/// Cuts every key's remaining lifetime by `ARGV[1]` ms, atomically (see
+/// `RealCluster::emulate_redis_clock_jump`). Bounded by the keyspace, which
+/// SCAN walks once; returns how many keys had a lifetime.
+const CLOCK_JUMP_SCRIPT: &str = r#"
+local jump = tonumber(ARGV[1])
+local cursor = "0"
+local cut = 0
+repeat
+  local page = redis.call('SCAN', cursor, 'COUNT', 1000)
+  cursor = page[1]
+  for _, key in ipairs(page[2]) do
+    local left = redis.call('PTTL', key)
+    if left > 0 then
+      redis.call('PEXPIRE', key, math.max(left - jump, 1))
+      cut = cut + 1
+    end
+  end
+until cursor == "0"
+return cut
+"#;
+
 /// Longest a `BGSAVE` may take (a lock run's keyspace saves in
 /// milliseconds; a fork on a loaded machine in tens).
 const BGSAVE_TIMEOUT_MS: u64 = 10_000;
@@ -781,6 +802,34 @@ impl RealCluster {
         let addr = self.node_addr(primary)?.to_owned();
         drop(state);
         bgsave(&addr, primary).await
+    }
+
+    /// Emulates a forward jump of `jump_ms` of the current primary's clock
+    /// by its effect on expiry: one script cuts every key's remaining
+    /// lifetime by `jump_ms` (a key left with none expires a millisecond
+    /// later, as an expiry, not a deletion), atomically, as a real jump
+    /// moves every deadline at once. Leases set afterwards last their
+    /// length, as after a real jump. Why an emulation: the server's clock
+    /// cannot be moved here (no privilege to set the system clock; a time
+    /// namespace does not move the wall clock Redis expires by; Debian's
+    /// libfaketime 0.9.10 makes Debian's redis-server fail at start). What
+    /// it does not reproduce: absolute times (`TIME`, `PXAT`) stay right.
+    pub async fn emulate_redis_clock_jump(&self, jump_ms: u64) -> Result<()> {
+        if self.provider == ProviderKind::External {
+            return Err(ChaosError::Unsupported {
+                operation: "a Redis clock jump",
+                provider: "external",
+                why: "the servers are not ours to change; use containers or local",
+            });
+        }
+        let state = self.state.lock().await;
+        let primary = state.primary;
+        let addr = self.node_addr(primary)?.to_owned();
+        drop(state);
+        let mut jump = redis::cmd("EVAL");
+        jump.arg(CLOCK_JUMP_SCRIPT).arg(0).arg(jump_ms);
+        admin_command::<i64>(&addr, primary, jump).await?;
+        Ok(())
     }
 
     /// Starts the current primary again on the same address — from its

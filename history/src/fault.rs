@@ -53,6 +53,12 @@ pub enum Fault {
     /// held at [`Fault::SnapshotRedis`], writes since then lost), empty when
     /// it never took one.
     RestartRedis,
+    /// The Redis primary's machine clock jumps forward: every lease it
+    /// holds ends `jump_ms` early (leases set later last their length).
+    JumpRedisClock {
+        /// How far forward.
+        jump_ms: u64,
+    },
     /// Replication from primary to replica stops getting through.
     CutReplication,
     /// Replication gets through again.
@@ -86,6 +92,9 @@ impl Fault {
             Fault::StopRedis => "stop redis".to_owned(),
             Fault::SnapshotRedis => "snapshot redis to disk".to_owned(),
             Fault::RestartRedis => "restart redis".to_owned(),
+            Fault::JumpRedisClock { jump_ms } => {
+                format!("redis clock jumps {jump_ms} ms forward")
+            }
             Fault::CutReplication => "cut replication".to_owned(),
             Fault::RestoreReplication => "restore replication".to_owned(),
             Fault::FailOver => "fail over to the replica".to_owned(),

@@ -150,11 +150,12 @@ impl Recorder {
         self.complete(op, Outcome::Ok(OkValue::Reported));
     }
 
-    /// Records `fault`, injected at `at_ms`.
-    pub fn fault(&self, at_ms: u64, fault: &Fault) {
-        self.lock()
-            .faults
-            .push(FaultRecord::new(at_ms, fault.clone()));
+    /// Records `fault`, injected at `at_ms`, in the world's words for it
+    /// (`World::fault_words`).
+    pub fn fault(&self, at_ms: u64, fault: &Fault, what: String) {
+        let mut record = FaultRecord::new(at_ms, fault.clone());
+        record.what = what;
+        self.lock().faults.push(record);
     }
 
     /// How many ops were refused past the bound.

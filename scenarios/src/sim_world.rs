@@ -191,6 +191,10 @@ impl World for SimWorld {
                 Ok(())
             }
             Fault::SnapshotRedis => sim.snapshot_redis(),
+            Fault::JumpRedisClock { jump_ms } => {
+                sim.jump_redis_clock(jump_ms);
+                Ok(())
+            }
             Fault::RestartRedis => {
                 sim.restart_redis();
                 Ok(())

@@ -247,10 +247,11 @@ impl<'w> Stage<'w> {
         let trigger = self.world.trigger(&fault)?;
         let recorder = self.recorder.clone();
         let clock = self.world.clock();
+        let words = self.world.fault_words(&fault);
         self.probes[index].arm(
             phase,
             Trigger::new(move || {
-                recorder.fault(clock.now_ms(), &fault);
+                recorder.fault(clock.now_ms(), &fault, words.clone());
                 trigger.fire();
             }),
         );
@@ -266,7 +267,8 @@ impl<'w> Stage<'w> {
     /// Injects `fault` now and records it.
     pub fn fault(&mut self, fault: Fault) -> Result<(), WorldError> {
         self.world.inject(&fault)?;
-        self.recorder.fault(self.world.now_ms(), &fault);
+        let words = self.world.fault_words(&fault);
+        self.recorder.fault(self.world.now_ms(), &fault, words);
         Ok(())
     }
 

@@ -432,6 +432,12 @@ pub trait World {
     /// Injects a fault now.
     fn inject(&mut self, fault: &Fault) -> Result<(), WorldError>;
 
+    /// `fault` in the words the history records: what this world did,
+    /// where that differs from the fault itself (an emulation says so).
+    fn fault_words(&self, fault: &Fault) -> String {
+        fault.describe()
+    }
+
     /// A switch that applies `fault` — [`Fault::PauseWorker`] or
     /// [`Fault::CrashWorker`] — when called, from anywhere, including from
     /// inside the worker's own task. Scripts arm it on a phase (see

@@ -562,6 +562,68 @@ fn a_restart_from_a_snapshot_forgets_the_same_lock_in_both_worlds() {
     }
 }
 
+/// A forward jump of the primary's clock ends a lease early by the jump, in
+/// both worlds: the simulated server's clock moves; on a real server (whose
+/// clock cannot be moved here) the jump's effect is emulated by cutting
+/// every key's lifetime, and the fault's words say it is an emulation.
+#[test]
+fn a_redis_clock_jump_ends_a_lease_early_by_the_jump_in_both_worlds() {
+    use redfence_scenarios::history::OwnershipChange;
+    use redfence_scenarios::sim_world::SimWorlds;
+    let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let factories: [(&str, Box<dyn WorldFactory>); 2] =
+        [("sim", Box::new(SimWorlds)), ("real", Box::new(worlds()))];
+    let jump = Fault::JumpRedisClock { jump_ms: 1_500 };
+    for (name, factory) in factories {
+        let mut world = factory.build(&spec(1, false)).expect("a world");
+        let before_ms = world.now_ms();
+        send(
+            world.as_mut(),
+            0,
+            &[&["SET", "lock:{p}", "a", "NX", "PX", "2000"]],
+        );
+        world.run_for(100).expect("run");
+        world.inject(&jump).expect("jump");
+        assert_eq!(world.peek("lock:{p}").expect("peek").as_deref(), Some("a"));
+        world.run_for(700).expect("run");
+        assert_eq!(
+            world.peek("lock:{p}").expect("peek"),
+            None,
+            "{name}: the 2,000 ms lease ended about 500 ms after it was set"
+        );
+        let words = world.fault_words(&jump);
+        assert_eq!(
+            words.contains("emulated"),
+            name == "real",
+            "{name}: {words}"
+        );
+        let truth = world.truth("lock:{p}", "p").expect("truth");
+        let log = truth
+            .redis
+            .unwrap_or_else(|| panic!("{name}: a log: {:?}", truth.redis_gap));
+        let primary: Vec<_> = log.into_iter().filter(|r| r.server == "redis").collect();
+        assert_eq!(
+            primary.iter().map(|r| r.change.clone()).collect::<Vec<_>>(),
+            vec![
+                OwnershipChange::Set {
+                    owner: "a".to_owned()
+                },
+                OwnershipChange::Expired {
+                    owner: "a".to_owned()
+                },
+            ],
+            "{name}"
+        );
+        let (set_ms, expired_ms) = (primary[0].at_ms, primary[1].at_ms);
+        assert!(set_ms >= before_ms, "{name}: {primary:?}");
+        let held_ms = expired_ms - set_ms;
+        assert!(
+            (450..=650).contains(&held_ms),
+            "{name}: held {held_ms} ms, not 2,000 − 1,500: {primary:?}"
+        );
+    }
+}
+
 /// A recording the replay cannot trust is no log: a command the engine
 /// does not know (here `SADD`: the simulated server has no sets) makes the
 /// Redis truth `None`, and the gap names it, so verdicts that needed the

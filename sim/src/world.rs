@@ -854,6 +854,17 @@ impl World {
         self.fault(format!("restart {primary} ({loads})"));
     }
 
+    /// The current primary's machine clock jumps `jump_ms` forward: the
+    /// deadlines it holds come that much sooner (a lease set before the
+    /// jump expires early); leases set later last their full length.
+    pub fn jump_redis_clock(&mut self, jump_ms: u64) {
+        self.sync_server_clocks();
+        let primary = self.current_primary_host();
+        let now_ms = self.sim.elapsed().as_millis() as u64;
+        self.handle_of(&primary).jump_clock(now_ms, jump_ms);
+        self.fault(format!("{primary}'s clock jumps {jump_ms} ms forward"));
+    }
+
     /// The handle of the Redis host called `host`.
     fn handle_of(&self, host: &str) -> &RedisHandle {
         match &self.replica {

@@ -590,3 +590,75 @@ fn a_restart_loads_the_last_snapshot_and_forgets_the_writes_after_it() -> Result
     );
     Ok(())
 }
+
+/// A forward jump of the primary's clock ends the leases it holds early by
+/// the jump — on the server's own clock — while the ownership log stays on
+/// the world's timeline; a lease set after the jump lasts its length.
+#[test]
+fn a_server_clock_jump_ends_held_leases_early_by_the_jump() -> Result<(), WorldError> {
+    let long = config_with_lease(2_000);
+    let mut world = WorldBuilder::new(23).workers(2).build()?;
+    let set_at: Slot<u64> = slot();
+    let s = set_at.clone();
+    world.spawn_worker(0, move |ctx| async move {
+        let lock = ctx.lock_client(long);
+        assert!(matches!(
+            lock.acquire(&resource()).await,
+            Ok(AcquireOutcome::Acquired(_))
+        ));
+        *s.lock().unwrap() = Some(redfence_sim::trace::now_ms());
+    })?;
+    world.run_until_workers_done(Duration::from_secs(1))?;
+    world.run_for(Duration::from_millis(100))?;
+    world.jump_redis_clock(1_500);
+    assert!(world.primary().get(&lock_key()).is_some(), "not yet due");
+    world.run_for(Duration::from_millis(600))?;
+    assert_eq!(
+        world.primary().get(&lock_key()),
+        None,
+        "expired 1,500 ms before its 2,000 ms lease ran out"
+    );
+    let expired: Vec<u64> = world
+        .ownership()
+        .events()
+        .into_iter()
+        .filter(|e| matches!(e.change, OwnershipChange::Expired { .. }))
+        .map(|e| e.at_ms)
+        .collect();
+    let set_at = set_at.lock().unwrap().unwrap();
+    assert_eq!(expired.len(), 1, "{expired:?}");
+    assert!(
+        expired[0] + 1_500 >= set_at + 2_000 - 20 && expired[0] + 1_500 <= set_at + 2_000 + 20,
+        "on the world's timeline, 1,500 ms early: set at {set_at} ms, expired at {} ms",
+        expired[0]
+    );
+    assert_eq!(world.primary().clock_offset_ms(), 1_500);
+    let again = config_with_lease(2_000);
+    world.spawn_worker(1, move |ctx| async move {
+        let lock = ctx.lock_client(again);
+        assert!(matches!(
+            lock.acquire(&resource()).await,
+            Ok(AcquireOutcome::Acquired(_))
+        ));
+    })?;
+    world.run_until_workers_done(Duration::from_secs(1))?;
+    world.run_for(Duration::from_millis(1_800))?;
+    assert!(
+        world.primary().get(&lock_key()).is_some(),
+        "a lease set after the jump lasts its length"
+    );
+    world.run_for(Duration::from_millis(300))?;
+    assert_eq!(world.primary().get(&lock_key()), None, "and no longer");
+    Ok(())
+}
+
+fn config_with_lease(lease_ms: u64) -> LockConfig {
+    LockConfig::builder()
+        .lease_ms(lease_ms)
+        .renew_interval_ms(lease_ms / 3)
+        .op_timeout_ms(50)
+        .backoff_base_ms(5)
+        .backoff_cap_ms(20)
+        .build()
+        .unwrap()
+}

@@ -106,6 +106,18 @@ impl World for RealWorld {
         Ok(slot.crashed.load(Ordering::SeqCst) || slot.finished.load(Ordering::SeqCst))
     }
 
+    fn fault_words(&self, fault: &Fault) -> String {
+        match *fault {
+            // The report must not pass the emulation off as the real thing.
+            Fault::JumpRedisClock { jump_ms } => format!(
+                "{} (emulated: the real server's clock cannot be moved here, so every \
+                 key's remaining lifetime on it was cut by {jump_ms} ms at once)",
+                fault.describe()
+            ),
+            _ => fault.describe(),
+        }
+    }
+
     fn inject(&mut self, fault: &Fault) -> Result<(), WorldError> {
         if let Some(worker) = fault.worker() {
             self.slot(worker)?;
@@ -259,6 +271,9 @@ impl RealWorld {
             }
             Fault::StopRedis => self.cluster_op(|c| c.stop_redis()),
             Fault::SnapshotRedis => self.cluster_op(|c| c.snapshot_redis()),
+            Fault::JumpRedisClock { jump_ms } => {
+                self.cluster_op(|c| c.emulate_redis_clock_jump(jump_ms))
+            }
             Fault::RestartRedis => self.cluster_op(|c| c.restart_redis()),
             Fault::CutReplication => {
                 self.needs_replica(fault)?;

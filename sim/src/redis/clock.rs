@@ -21,14 +21,61 @@ use std::rc::Rc;
 /// on expire times behave like a real server's (which adds `mstime()`).
 pub(crate) const WALL_CLOCK_BASE_MS: i64 = 1_700_000_000_000;
 
+/// How far a machine's clock runs ahead of the world's, and since when: a
+/// server clock that jumped forward. The machine's, not one process's: a
+/// restarted server keeps it. Its deadlines are on its own clock (a lease
+/// set before a jump of `offset_ms` expires `offset_ms` early), while its
+/// ownership log stays on the world's timeline, where the history lives.
+#[derive(Clone, Debug, Default)]
+pub struct Skew(Rc<Cell<SkewState>>);
+
+#[derive(Clone, Copy, Debug, Default)]
+struct SkewState {
+    /// Milliseconds the clock is ahead of the world's.
+    offset_ms: u64,
+    /// World time of the last jump.
+    since_ms: u64,
+}
+
+impl Skew {
+    /// The clock jumps `jump_ms` forward at world time `at_ms`.
+    pub fn jump(&self, at_ms: u64, jump_ms: u64) {
+        let state = self.0.get();
+        self.0.set(SkewState {
+            offset_ms: state.offset_ms.saturating_add(jump_ms),
+            since_ms: at_ms,
+        });
+    }
+
+    /// Milliseconds ahead of the world's clock.
+    pub fn offset_ms(&self) -> u64 {
+        self.0.get().offset_ms
+    }
+
+    /// A time on the machine's clock, on the world's timeline: never before
+    /// the last jump (a lease the jump cut short ended at the jump).
+    pub(crate) fn to_world_ms(&self, server_ms: u64) -> u64 {
+        let state = self.0.get();
+        if state.offset_ms == 0 {
+            return server_ms;
+        }
+        server_ms
+            .saturating_sub(state.offset_ms)
+            .max(state.since_ms.min(server_ms))
+    }
+}
+
 /// Where time comes from.
 #[derive(Clone)]
 pub(crate) enum Clock {
-    /// turmoil's simulated time since the simulation started.
+    /// turmoil's simulated time since the simulation started, plus the
+    /// machine's skew.
     Turmoil {
         /// The last time observed, for when no host context is available
         /// (the world peeking between steps, or the crash hook).
         last_seen_ms: Rc<Cell<u64>>,
+        /// How far this machine's clock is ahead of turmoil's.
+        skew: Skew,
     },
     /// tokio's clock since the server started (real time in practice).
     Tokio {
@@ -52,9 +99,10 @@ pub(crate) enum Clock {
 }
 
 impl Clock {
-    pub(crate) fn turmoil() -> Self {
+    pub(crate) fn turmoil(skew: Skew) -> Self {
         let clock = Clock::Turmoil {
             last_seen_ms: Rc::new(Cell::new(0)),
+            skew,
         };
         clock.now_ms();
         clock
@@ -89,9 +137,11 @@ impl Clock {
     /// context this is the last time seen inside one (never the OS clock).
     pub(crate) fn now_ms(&self) -> u64 {
         match self {
-            Clock::Turmoil { last_seen_ms } => match turmoil::sim_elapsed() {
+            Clock::Turmoil { last_seen_ms, skew } => match turmoil::sim_elapsed() {
                 Some(elapsed) => {
-                    let now_ms = u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX);
+                    let now_ms = u64::try_from(elapsed.as_millis())
+                        .unwrap_or(u64::MAX)
+                        .saturating_add(skew.offset_ms());
                     // Time never runs backwards on one timeline.
                     let now_ms = now_ms.max(last_seen_ms.get());
                     last_seen_ms.set(now_ms);
@@ -110,7 +160,7 @@ impl Clock {
     /// `Drop` during a turmoil crash.
     pub(crate) fn last_seen_ms(&self) -> u64 {
         match self {
-            Clock::Turmoil { last_seen_ms } => last_seen_ms.get(),
+            Clock::Turmoil { last_seen_ms, .. } => last_seen_ms.get(),
             Clock::Tokio { start, .. } => {
                 u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX)
             }
@@ -123,8 +173,17 @@ impl Clock {
     /// exists to read turmoil's clock; a per-tick heartbeat task did this
     /// before and cost a timer wake-up on every tick of every run.
     pub(crate) fn observe(&self, now_ms: u64) {
-        if let Clock::Turmoil { last_seen_ms } = self {
+        if let Clock::Turmoil { last_seen_ms, skew } = self {
+            let now_ms = now_ms.saturating_add(skew.offset_ms());
             last_seen_ms.set(last_seen_ms.get().max(now_ms));
+        }
+    }
+
+    /// The machine's skew (none outside turmoil).
+    pub(crate) fn skew(&self) -> Option<&Skew> {
+        match self {
+            Clock::Turmoil { skew, .. } => Some(skew),
+            _ => None,
         }
     }
 }

@@ -23,6 +23,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
+use super::clock::Skew;
 use super::{OwnershipChange, OwnershipLog, OwnershipRecord};
 
 /// Number of logical databases (`SELECT 0..15`).
@@ -126,11 +127,15 @@ struct Recorder {
     log: OwnershipLog,
     server: String,
     prefix: Vec<u8>,
+    /// The server's clock error: its times go into the log on the world's
+    /// timeline.
+    skew: Option<Skew>,
 }
 
 impl Recorder {
     fn record(&self, key: &[u8], at_ms: u64, change: OwnershipChange) {
         if key.starts_with(&self.prefix) {
+            let at_ms = self.skew.as_ref().map_or(at_ms, |s| s.to_world_ms(at_ms));
             self.log.push(OwnershipRecord {
                 at_ms,
                 server: self.server.clone(),
@@ -176,6 +181,7 @@ impl Keyspace {
                 log,
                 server: server.to_string(),
                 prefix: lock_key_prefix.as_bytes().to_vec(),
+                skew: None,
             },
             watched: BTreeMap::new(),
             dirty: BTreeSet::new(),
@@ -183,6 +189,11 @@ impl Keyspace {
             expire_keys: true,
             keys_total: 0,
         }
+    }
+
+    /// Logs this server's times on the world's timeline through `skew`.
+    pub(crate) fn set_skew(&mut self, skew: Skew) {
+        self.recorder.skew = Some(skew);
     }
 
     /// Primaries expire keys; replicas do not (see module doc).

@@ -36,6 +36,7 @@
 //! hash order past 128 fields, pub/sub and BLPOP details).
 
 mod clock;
+pub use clock::Skew;
 mod cmd;
 mod connection;
 mod dispatch;
@@ -246,6 +247,8 @@ struct HandleState {
     /// The last snapshot written to disk (`BGSAVE`): what the next start
     /// of this host loads, as `redis-server` loads its `dump.rdb`.
     saved: Option<Saved>,
+    /// The machine's clock error, kept across restarts.
+    skew: Skew,
 }
 
 /// A snapshot on disk: when it was taken and every key then, with its
@@ -321,6 +324,30 @@ impl RedisHandle {
             entries,
         });
         true
+    }
+
+    /// The machine's clock jumps `jump_ms` forward at world time `now_ms`:
+    /// every deadline it holds comes `jump_ms` sooner, on this instance and
+    /// on any later one (the machine's clock, not the process's).
+    pub fn jump_clock(&self, now_ms: u64, jump_ms: u64) {
+        if let Some(server) = self.live() {
+            server.observe_time(now_ms);
+        }
+        self.0.borrow().skew.jump(now_ms, jump_ms);
+        if let Some(server) = self.live() {
+            // Let time on the server's clock catch up at once: a key whose
+            // deadline the jump passed is due now.
+            server.observe_time(now_ms);
+        }
+    }
+
+    /// How far the machine's clock is ahead of the world's.
+    pub fn clock_offset_ms(&self) -> u64 {
+        self.0.borrow().skew.offset_ms()
+    }
+
+    fn skew(&self) -> Skew {
+        self.0.borrow().skew.clone()
     }
 
     /// When the snapshot the next start loads was taken, if there is one.
@@ -407,7 +434,8 @@ pub async fn serve_turmoil(
     handle: RedisHandle,
 ) -> turmoil::Result {
     let listener = turmoil::net::TcpListener::bind(("0.0.0.0", config.port)).await?;
-    let server = Server::start(config, log, Clock::turmoil(), transport::Transport::Turmoil);
+    let clock = Clock::turmoil(handle.skew());
+    let server = Server::start(config, log, clock, transport::Transport::Turmoil);
     handle.register(server.clone());
     handle.load_saved(&server);
     let _guard = CrashGuard {

@@ -168,7 +168,10 @@ impl Server {
         clock: Clock,
         transport: Transport,
     ) -> Server {
-        let keyspace = Keyspace::new(log, &config.name, &config.lock_key_prefix);
+        let mut keyspace = Keyspace::new(log, &config.name, &config.lock_key_prefix);
+        if let Some(skew) = clock.skew() {
+            keyspace.set_skew(skew.clone());
+        }
         Server {
             config,
             clock,
