@@ -785,22 +785,27 @@ impl RealCluster {
         stopped
     }
 
+    /// The current primary and its direct address, for `operation` on the
+    /// server itself: refused for external servers, which are not ours to
+    /// change.
+    async fn own_primary(&self, operation: &'static str) -> Result<(RedisNode, String)> {
+        if self.provider == ProviderKind::External {
+            return Err(ChaosError::Unsupported {
+                operation,
+                provider: "external",
+                why: "the servers are not ours to change; use containers or local",
+            });
+        }
+        let primary = self.state.lock().await.primary;
+        Ok((primary, self.node_addr(primary)?.to_owned()))
+    }
+
     /// `BGSAVE` on the current primary, waited for: its keys as of now are
     /// on disk, and its next restart loads them — a crash after this loses
     /// exactly the writes made since, as a machine running `redis-server`
     /// with snapshot-only persistence does. Refused for external servers.
     pub async fn snapshot_redis(&self) -> Result<()> {
-        if self.provider == ProviderKind::External {
-            return Err(ChaosError::Unsupported {
-                operation: "a Redis snapshot and restart",
-                provider: "external",
-                why: "the servers are not ours to stop; use containers or local",
-            });
-        }
-        let state = self.state.lock().await;
-        let primary = state.primary;
-        let addr = self.node_addr(primary)?.to_owned();
-        drop(state);
+        let (primary, addr) = self.own_primary("a Redis snapshot and restart").await?;
         bgsave(&addr, primary).await
     }
 
@@ -815,17 +820,7 @@ impl RealCluster {
     /// libfaketime 0.9.10 makes Debian's redis-server fail at start). What
     /// it does not reproduce: absolute times (`TIME`, `PXAT`) stay right.
     pub async fn emulate_redis_clock_jump(&self, jump_ms: u64) -> Result<()> {
-        if self.provider == ProviderKind::External {
-            return Err(ChaosError::Unsupported {
-                operation: "a Redis clock jump",
-                provider: "external",
-                why: "the servers are not ours to change; use containers or local",
-            });
-        }
-        let state = self.state.lock().await;
-        let primary = state.primary;
-        let addr = self.node_addr(primary)?.to_owned();
-        drop(state);
+        let (primary, addr) = self.own_primary("a Redis clock jump").await?;
         let mut jump = redis::cmd("EVAL");
         jump.arg(CLOCK_JUMP_SCRIPT).arg(0).arg(jump_ms);
         admin_command::<i64>(&addr, primary, jump).await?;
