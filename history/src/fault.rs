@@ -59,6 +59,23 @@ pub enum Fault {
         /// How far forward.
         jump_ms: u64,
     },
+    /// The worker's own clock steps by `jump_ms` (forward, or back when
+    /// negative): what its lock library reads for lease arithmetic is off
+    /// by that much from then on. The harness's records stay true.
+    JumpWorkerClock {
+        /// The worker.
+        worker: usize,
+        /// The step, in milliseconds.
+        jump_ms: i64,
+    },
+    /// The worker's own clock runs fast (positive) or slow by `drift_ppm`
+    /// millionths from now on; 0 stops the drift (what it gained stays).
+    DriftWorkerClock {
+        /// The worker.
+        worker: usize,
+        /// The rate error, in millionths.
+        drift_ppm: i64,
+    },
     /// Replication from primary to replica stops getting through.
     CutReplication,
     /// Replication gets through again.
@@ -95,6 +112,12 @@ impl Fault {
             Fault::JumpRedisClock { jump_ms } => {
                 format!("redis clock jumps {jump_ms} ms forward")
             }
+            Fault::JumpWorkerClock { worker, jump_ms } => {
+                format!("{}'s clock jumps {jump_ms} ms", worker_name(*worker))
+            }
+            Fault::DriftWorkerClock { worker, drift_ppm } => {
+                format!("{}'s clock drifts {drift_ppm} ppm", worker_name(*worker))
+            }
             Fault::CutReplication => "cut replication".to_owned(),
             Fault::RestoreReplication => "restore replication".to_owned(),
             Fault::FailOver => "fail over to the replica".to_owned(),
@@ -115,7 +138,9 @@ impl Fault {
             | Fault::RestoreRedisReplies(w)
             | Fault::DropStoreReplies(w)
             | Fault::RestoreStoreReplies(w) => Some(*w),
-            Fault::RedisLatency { worker, .. } => Some(*worker),
+            Fault::RedisLatency { worker, .. }
+            | Fault::JumpWorkerClock { worker, .. }
+            | Fault::DriftWorkerClock { worker, .. } => Some(*worker),
             _ => None,
         }
     }

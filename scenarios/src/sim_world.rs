@@ -17,8 +17,8 @@ use redfence_sim::world::{World as Sim, WorldBuilder};
 use crate::conn::RedisConn;
 use crate::run::{WorldFactory, WorldSpec};
 use crate::world::{
-    worker_name, Clock, Fault, Peek, RawStore, Spawner, Trigger, Truth, WorkerEnv, WorkerJob,
-    World, WorldError, WorldKind,
+    worker_name, Clock, ClockError, Fault, Peek, RawStore, Spawner, Trigger, Truth, WorkerEnv,
+    WorkerJob, World, WorldError, WorldKind,
 };
 
 /// Builds simulated worlds.
@@ -41,6 +41,8 @@ pub struct SimWorld {
     /// Per worker: the spawner its tasks go through, made up front so a
     /// crash armed before the worker starts still reaches its tasks.
     spawners: Vec<Spawner>,
+    /// Per worker: its own clock's error (the worker clock faults).
+    clock_errors: Vec<ClockError>,
 }
 
 impl SimWorld {
@@ -61,7 +63,22 @@ impl SimWorld {
                 Ok(Spawner::new(pause))
             })
             .collect::<Result<Vec<_>, WorldError>>()?;
-        Ok(Self { sim, spawners })
+        // One each: cloning one would share it (it is a shared handle).
+        let clock_errors = (0..spawners.len()).map(|_| ClockError::default()).collect();
+        Ok(Self {
+            sim,
+            spawners,
+            clock_errors,
+        })
+    }
+
+    fn clock_error(&self, index: usize) -> Result<&ClockError, WorldError> {
+        self.clock_errors
+            .get(index)
+            .ok_or(WorldError::NoSuchWorker {
+                index,
+                workers: self.clock_errors.len(),
+            })
     }
 
     fn spawner(&self, index: usize) -> Result<&Spawner, WorldError> {
@@ -125,6 +142,7 @@ impl World for SimWorld {
     fn spawn_worker(&mut self, index: usize, job: WorkerJob) -> Result<(), WorldError> {
         let clock = self.clock();
         let spawner = self.spawner(index)?.clone();
+        let own_clock = self.clock_errors[index].clock(clock.clone());
         self.sim
             .spawn_worker(index, move |ctx| {
                 let env = WorkerEnv {
@@ -137,6 +155,7 @@ impl World for SimWorld {
                     tokens: ctx.tokens.clone(),
                     jitter: ctx.jitter.clone(),
                     clock,
+                    own_clock,
                     spawner,
                     paths: None,
                     wire_tap: None,
@@ -193,6 +212,22 @@ impl World for SimWorld {
             Fault::SnapshotRedis => sim.snapshot_redis(),
             Fault::JumpRedisClock { jump_ms } => {
                 sim.jump_redis_clock(jump_ms);
+                Ok(())
+            }
+            Fault::JumpWorkerClock { worker, jump_ms } => {
+                let now_ms = sim.elapsed().as_millis() as u64;
+                self.clock_error(worker)?.jump(now_ms, jump_ms);
+                self.sim
+                    .trace()
+                    .record_at(now_ms, "world", fault.describe());
+                Ok(())
+            }
+            Fault::DriftWorkerClock { worker, drift_ppm } => {
+                let now_ms = sim.elapsed().as_millis() as u64;
+                self.clock_error(worker)?.drift(now_ms, drift_ppm);
+                self.sim
+                    .trace()
+                    .record_at(now_ms, "world", fault.describe());
                 Ok(())
             }
             Fault::RestartRedis => {

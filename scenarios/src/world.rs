@@ -59,6 +59,69 @@ impl std::fmt::Debug for Clock {
     }
 }
 
+/// Millionths in one.
+const PPM: i128 = 1_000_000;
+
+/// A worker's clock error: how far its own clock is off the world's and how
+/// fast it drifts. Shared by the world (its clock faults set it) and the
+/// worker's [`WorkerEnv::own_clock`] (which reads through it).
+#[derive(Clone, Debug, Default)]
+pub struct ClockError(Arc<Mutex<ClockErrorState>>);
+
+#[derive(Clone, Copy, Debug, Default)]
+struct ClockErrorState {
+    /// Milliseconds ahead of the world's clock at `since_ms` (behind when
+    /// negative).
+    offset_ms: i64,
+    /// Rate error from `since_ms` on, in millionths.
+    drift_ppm: i64,
+    /// World time the current drift started.
+    since_ms: u64,
+}
+
+impl ClockErrorState {
+    /// The error at world time `world_ms`.
+    fn error_ms(&self, world_ms: u64) -> i64 {
+        let elapsed = i128::from(world_ms.saturating_sub(self.since_ms));
+        let drifted = elapsed * i128::from(self.drift_ppm) / PPM;
+        i64::try_from(i128::from(self.offset_ms) + drifted).unwrap_or(i64::MAX)
+    }
+}
+
+impl ClockError {
+    fn state(&self) -> std::sync::MutexGuard<'_, ClockErrorState> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The clock steps by `jump_ms` at world time `now_ms`.
+    pub fn jump(&self, now_ms: u64, jump_ms: i64) {
+        let mut state = self.state();
+        state.offset_ms = state.error_ms(now_ms).saturating_add(jump_ms);
+        state.since_ms = now_ms;
+    }
+
+    /// From world time `now_ms` on, the clock drifts `drift_ppm`
+    /// millionths (what it gained or lost so far stays).
+    pub fn drift(&self, now_ms: u64, drift_ppm: i64) {
+        let mut state = self.state();
+        state.offset_ms = state.error_ms(now_ms);
+        state.drift_ppm = drift_ppm;
+        state.since_ms = now_ms;
+    }
+
+    /// What the erring clock reads at world time `world_ms` (never below 0).
+    pub fn read(&self, world_ms: u64) -> u64 {
+        let error_ms = self.state().error_ms(world_ms);
+        u64::try_from(i128::from(world_ms) + i128::from(error_ms)).unwrap_or(0)
+    }
+
+    /// `world` read through this error: a worker's own clock.
+    pub fn clock(&self, world: Clock) -> Clock {
+        let error = self.clone();
+        Clock::new(move || error.read(world.now_ms()))
+    }
+}
+
 /// Storage access *without* the fence check, for protocols that skip it
 /// (the `no-fence-check` and `app-side-fence-check` mutants). Writes still go
 /// to the store's append-only log, so the checker sees what they did.
@@ -100,8 +163,13 @@ pub struct WorkerEnv {
     pub tokens: Arc<dyn TokenSource>,
     /// Backoff jitter (seeded in the simulation).
     pub jitter: Arc<dyn Jitter>,
-    /// The world's clock.
+    /// The world's clock: the harness records by it.
     pub clock: Clock,
+    /// The worker's own clock, as its lock library reads the machine's:
+    /// the world's clock plus the worker's clock error (the
+    /// `JumpWorkerClock` and `DriftWorkerClock` faults), for lease-validity
+    /// arithmetic. Never used for the history, which stays on `clock`.
+    pub own_clock: Clock,
     /// Starts the worker's own tasks (a renewal task, say): they pause with
     /// the worker and die with it.
     pub spawner: Spawner,
@@ -458,4 +526,34 @@ pub trait World {
 
     /// The servers' ground truth for `lock_key` and `resource`.
     fn truth(&mut self, lock_key: &str, resource: &str) -> Result<Truth, WorldError>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ClockError;
+
+    #[test]
+    fn a_clock_error_jumps_drifts_and_keeps_what_it_gained() {
+        let error = ClockError::default();
+        assert_eq!(error.read(1_000), 1_000, "no error by default");
+        error.jump(1_000, 500);
+        assert_eq!(error.read(1_000), 1_500);
+        assert_eq!(error.read(3_000), 3_500, "a step, not a rate");
+        // 10% fast from 3,000 ms on.
+        error.drift(3_000, 100_000);
+        assert_eq!(error.read(4_000), 4_600);
+        // The drift stops; the 100 ms it gained stay.
+        error.drift(4_000, 0);
+        assert_eq!(error.read(10_000), 10_600);
+        error.jump(10_000, -11_000);
+        assert_eq!(
+            error.read(10_000),
+            0,
+            "a clock stepped back reads 0 at worst"
+        );
+        // Half speed from there: 10,400 ms behind, losing 1 ms in 2.
+        error.drift(10_000, -500_000);
+        assert_eq!(error.read(12_000), 12_000 - 10_400 - 1_000);
+        assert_eq!(error.read(30_000), 30_000 - 10_400 - 10_000);
+    }
 }

@@ -624,6 +624,66 @@ fn a_redis_clock_jump_ends_a_lease_early_by_the_jump_in_both_worlds() {
     }
 }
 
+/// A worker's own clock follows the worker clock faults in both worlds —
+/// a step, then a drift — while the world's clock, which the harness
+/// records by, stays true.
+#[test]
+fn a_worker_clock_jumps_and_drifts_in_both_worlds() {
+    use redfence_scenarios::sim_world::SimWorlds;
+    let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let factories: [(&str, Box<dyn WorldFactory>); 2] =
+        [("sim", Box::new(SimWorlds)), ("real", Box::new(worlds()))];
+    for (name, factory) in factories {
+        let mut world = factory.build(&spec(2, false)).expect("a world");
+        world
+            .inject(&Fault::JumpWorkerClock {
+                worker: 0,
+                jump_ms: 5_000,
+            })
+            .expect("jump");
+        world
+            .inject(&Fault::DriftWorkerClock {
+                worker: 1,
+                drift_ppm: 500_000,
+            })
+            .expect("drift");
+        // Each worker reads both clocks, 1,000 ms apart.
+        let seen: Arc<Mutex<Vec<(usize, u64, u64)>>> = Arc::default();
+        for worker in 0..2 {
+            let seen = seen.clone();
+            let job = move |env: WorkerEnv| -> redfence_scenarios::world::WorkerFuture {
+                Box::pin(async move {
+                    for _ in 0..2 {
+                        let read = (env.index, env.clock.now_ms(), env.own_clock.now_ms());
+                        seen.lock().expect("lock").push(read);
+                        tokio::time::sleep(Duration::from_millis(1_000)).await;
+                    }
+                })
+            };
+            world.spawn_worker(worker, Box::new(job)).expect("spawn");
+        }
+        world.run_for(2_500).expect("run");
+        let seen = seen.lock().expect("lock").clone();
+        let of = |w: usize| -> Vec<(u64, u64)> {
+            seen.iter()
+                .filter(|(i, _, _)| *i == w)
+                .map(|(_, world, own)| (*world, *own))
+                .collect()
+        };
+        let (w0, w1) = (of(0), of(1));
+        assert_eq!((w0.len(), w1.len()), (2, 2), "{name}: {seen:?}");
+        for (world_ms, own_ms) in &w0 {
+            assert_eq!(own_ms - world_ms, 5_000, "{name}: w0 stepped 5 s: {w0:?}");
+        }
+        let world_gap = w1[1].0 - w1[0].0;
+        let own_gap = w1[1].1 - w1[0].1;
+        assert!(
+            own_gap * 2 >= world_gap * 3 - 10 && own_gap * 2 <= world_gap * 3 + 10,
+            "{name}: w1 runs 1.5× fast: world {world_gap} ms, own {own_gap} ms"
+        );
+    }
+}
+
 /// A recording the replay cannot trust is no log: a command the engine
 /// does not know (here `SADD`: the simulated server has no sets) makes the
 /// Redis truth `None`, and the gap names it, so verdicts that needed the

@@ -66,6 +66,7 @@ impl World for RealWorld {
             store_fences: Arc::new(PostgresFences::new(store)) as Arc<dyn FenceSource>,
             tokens: Arc::new(RandomUuidTokens),
             jitter: Arc::new(ThreadRngJitter),
+            own_clock: slot.clock_error.clock(clock.clone()),
             clock,
             spawner: slot.spawner.clone(),
             paths,
@@ -273,6 +274,16 @@ impl RealWorld {
             Fault::SnapshotRedis => self.cluster_op(|c| c.snapshot_redis()),
             Fault::JumpRedisClock { jump_ms } => {
                 self.cluster_op(|c| c.emulate_redis_clock_jump(jump_ms))
+            }
+            Fault::JumpWorkerClock { worker, jump_ms } => {
+                let now_ms = self.now_ms();
+                self.slot(worker)?.clock_error.jump(now_ms, jump_ms);
+                Ok(())
+            }
+            Fault::DriftWorkerClock { worker, drift_ppm } => {
+                let now_ms = self.now_ms();
+                self.slot(worker)?.clock_error.drift(now_ms, drift_ppm);
+                Ok(())
             }
             Fault::RestartRedis => self.cluster_op(|c| c.restart_redis()),
             Fault::CutReplication => {

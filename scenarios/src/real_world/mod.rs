@@ -212,6 +212,8 @@ struct Slot {
     /// The running job's abort handle, for triggers armed before it ran.
     abort: Arc<std::sync::Mutex<Option<tokio::task::AbortHandle>>>,
     finished: Arc<AtomicBool>,
+    /// The worker's own clock's error (the worker clock faults).
+    clock_error: crate::world::ClockError,
 }
 
 /// Real Redis and PostgreSQL behind the [`World`] contract. See the module
@@ -316,6 +318,7 @@ impl RealWorld {
                     crashed: Arc::new(AtomicBool::new(false)),
                     abort: Arc::default(),
                     finished: Arc::new(AtomicBool::new(false)),
+                    clock_error: crate::world::ClockError::default(),
                 }
             })
             .collect();
