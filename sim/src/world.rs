@@ -42,6 +42,21 @@ use crate::trace::Trace;
 pub const PRIMARY_HOST: &str = "redis";
 /// Host name of the replica, when there is one.
 pub const REPLICA_HOST: &str = "replica";
+/// Most Redis masters a world runs (master 0, the primary, included):
+/// Redlock is deployed on 3 or 5.
+pub const MASTERS_MAX: usize = 7;
+
+/// The host of Redis master `master`: master 0 is [`PRIMARY_HOST`] (its
+/// replica, once promoted, serves in its place); masters 1.. are
+/// independent servers, `redis-1`, `redis-2`, …, with no replication
+/// between them, as Redlock wants them.
+pub fn master_host(master: usize) -> String {
+    if master == 0 {
+        PRIMARY_HOST.to_owned()
+    } else {
+        format!("{PRIMARY_HOST}-{master}")
+    }
+}
 /// Host name of the fenced store.
 pub const STORE_HOST: &str = "store";
 /// Most workers one world lays out.
@@ -90,6 +105,14 @@ pub enum WorldError {
     /// The simulation failed (a host returned an error, or ran past its duration).
     #[error("simulation failed: {0}")]
     Sim(String),
+    /// No such Redis master.
+    #[error("master {master} does not exist (the world has {masters})")]
+    NoSuchMaster {
+        /// Index asked for.
+        master: usize,
+        /// Masters laid out.
+        masters: usize,
+    },
     /// A Redis host that must be up for the operation is down.
     #[error("{host} is down: {what} needs it running")]
     RedisDown {
@@ -111,6 +134,7 @@ pub struct WorldBuilder {
     replica: bool,
     duration_ms_max: u64,
     store_op_timeout_ms: u64,
+    masters: usize,
 }
 
 impl WorldBuilder {
@@ -125,7 +149,15 @@ impl WorldBuilder {
             replica: false,
             duration_ms_max: 600_000,
             store_op_timeout_ms: 500,
+            masters: 1,
         }
+    }
+
+    /// Number of Redis masters (default 1): masters 1.. are independent
+    /// servers beside the primary, for locks that span several (Redlock).
+    pub fn masters(mut self, masters: usize) -> Self {
+        self.masters = masters;
+        self
     }
 
     /// Simulated time per step. Every host is polled every tick, so a
@@ -184,6 +216,7 @@ impl WorldBuilder {
             });
         }
         in_range("workers", self.workers as u64, 1, WORKERS_MAX as u64)?;
+        in_range("masters", self.masters as u64, 1, MASTERS_MAX as u64)?;
         in_range("duration_ms_max", self.duration_ms_max, 1, 86_400_000)?;
         in_range("store_op_timeout_ms", self.store_op_timeout_ms, 1, 60_000)?;
         Ok(World::new(self))
@@ -211,6 +244,9 @@ pub struct WorkerCtx {
     pub name: String,
     /// This worker's Redis connection (follows failover).
     pub redis: SimRedisConnection,
+    /// One connection per Redis master, in master order: master 0 is
+    /// `redis` itself, masters 1.. the independent servers.
+    pub masters: Vec<SimRedisConnection>,
     /// This worker's store client.
     pub store: SimStoreClient,
     /// Owner tokens from the run's seed.
@@ -338,6 +374,8 @@ pub struct World {
     store: StoreState,
     primary: RedisHandle,
     replica: Option<RedisHandle>,
+    /// Masters 1.. (independent servers), in order.
+    extra_masters: Vec<RedisHandle>,
     directory: RedisDirectory,
     workers: Vec<WorkerSlot>,
     promoted: Arc<AtomicBool>,
@@ -411,6 +449,28 @@ impl World {
             });
             handle
         });
+        let extra_masters: Vec<RedisHandle> = (1..config.masters)
+            .map(|master| {
+                let handle = RedisHandle::default();
+                let (log, h, cmds) = (ownership.clone(), handle.clone(), commands.clone());
+                let host = master_host(master);
+                let name = host.clone();
+                sim.host(host.as_str(), move || {
+                    serve_turmoil(
+                        RedisConfig {
+                            name: name.clone(),
+                            port: REDIS_PORT,
+                            replica_of: None,
+                            lock_key_prefix: "lock:".to_owned(),
+                            command_log: Some(cmds.clone()),
+                        },
+                        log.clone(),
+                        h.clone(),
+                    )
+                });
+                handle
+            })
+            .collect();
         let state = store.clone();
         sim.host(STORE_HOST, move || store::serve(state.clone()));
 
@@ -432,6 +492,7 @@ impl World {
             store,
             primary,
             replica,
+            extra_masters,
             directory: RedisDirectory::new(PRIMARY_HOST, REDIS_PORT),
             workers,
             promoted,
@@ -511,10 +572,16 @@ impl World {
         let seed = self.config.seed;
         let slot = &mut self.workers[index];
         slot.spawned = true;
+        let redis = SimRedisConnection::new(self.directory.clone());
+        let mut masters = vec![redis.clone()];
+        masters.extend((1..self.config.masters).map(|master| {
+            SimRedisConnection::new(RedisDirectory::new(master_host(master), REDIS_PORT))
+        }));
         let ctx = WorkerCtx {
             index,
             name: slot.name.clone(),
-            redis: SimRedisConnection::new(self.directory.clone()),
+            redis,
+            masters,
             store: SimStoreClient::new(
                 STORE_HOST,
                 Duration::from_millis(self.config.store_op_timeout_ms),
@@ -591,6 +658,9 @@ impl World {
         self.primary.observe_time(now_ms);
         if let Some(replica) = &self.replica {
             replica.observe_time(now_ms);
+        }
+        for master in &self.extra_masters {
+            master.observe_time(now_ms);
         }
     }
 
@@ -865,8 +935,170 @@ impl World {
         self.fault(format!("{primary}'s clock jumps {jump_ms} ms forward"));
     }
 
+    // ---- masters ----------------------------------------------------------
+
+    /// Number of Redis masters.
+    pub fn master_count(&self) -> usize {
+        self.config.masters
+    }
+
+    /// Master `master`'s handle: for master 0, the server serving as
+    /// primary (the replica once promoted).
+    pub fn master(&self, master: usize) -> Result<&RedisHandle, WorldError> {
+        let host = self.master_host_now(master)?;
+        Ok(self.handle_of(&host))
+    }
+
+    /// The host serving master `master` now.
+    fn master_host_now(&self, master: usize) -> Result<String, WorldError> {
+        match master {
+            0 => Ok(self.current_primary_host()),
+            m if m < self.config.masters => Ok(master_host(m)),
+            _ => Err(WorldError::NoSuchMaster {
+                master,
+                masters: self.config.masters,
+            }),
+        }
+    }
+
+    /// Cuts worker `index` off from master `master` only (held, as
+    /// [`World::partition_worker_redis`]).
+    pub fn partition_worker_master(
+        &mut self,
+        index: usize,
+        master: usize,
+    ) -> Result<(), WorldError> {
+        if master == 0 {
+            return self.partition_worker_redis(index);
+        }
+        let host = self.master_host_now(master)?;
+        self.update_link(index, &host, |f| f.held = true)?;
+        self.fault(format!("partition {} from {host}", self.slot(index)?.name));
+        Ok(())
+    }
+
+    /// Ends worker `index`'s partition from master `master`.
+    pub fn heal_worker_master(&mut self, index: usize, master: usize) -> Result<(), WorldError> {
+        if master == 0 {
+            return self.heal_worker_redis(index);
+        }
+        let host = self.master_host_now(master)?;
+        self.update_link(index, &host, |f| f.held = false)?;
+        self.fault(format!("heal {} to {host}", self.slot(index)?.name));
+        Ok(())
+    }
+
+    /// Loses every reply from master `master` to worker `index`.
+    pub fn drop_master_replies(&mut self, index: usize, master: usize) -> Result<(), WorldError> {
+        if master == 0 {
+            return self.drop_redis_replies(index);
+        }
+        let host = self.master_host_now(master)?;
+        self.update_link(index, &host, |f| f.replies_dropped = true)?;
+        self.fault(format!("drop replies {host} -> {}", self.slot(index)?.name));
+        Ok(())
+    }
+
+    /// Replies from master `master` flow to worker `index` again.
+    pub fn restore_master_replies(
+        &mut self,
+        index: usize,
+        master: usize,
+    ) -> Result<(), WorldError> {
+        if master == 0 {
+            return self.restore_redis_replies(index);
+        }
+        let host = self.master_host_now(master)?;
+        self.update_link(index, &host, |f| f.replies_dropped = false)?;
+        self.fault(format!(
+            "restore replies {host} -> {}",
+            self.slot(index)?.name
+        ));
+        Ok(())
+    }
+
+    /// Fixes the latency of the link between worker `index` and master
+    /// `master`.
+    pub fn set_master_latency(
+        &mut self,
+        index: usize,
+        master: usize,
+        latency: Duration,
+    ) -> Result<(), WorldError> {
+        if master == 0 {
+            return self.set_redis_latency(index, latency);
+        }
+        let name = self.slot(index)?.name.clone();
+        let host = self.master_host_now(master)?;
+        let (a, b) = (name.clone(), host.clone());
+        self.link_fault(index, move |sim| {
+            sim.set_link_latency(a.as_str(), b.as_str(), latency)
+        })?;
+        self.fault(format!(
+            "latency {name} <-> {host} = {}ms",
+            latency.as_millis()
+        ));
+        Ok(())
+    }
+
+    /// Crashes master `master` (what it held is lost, except its last
+    /// snapshot).
+    pub fn stop_master(&mut self, master: usize) -> Result<(), WorldError> {
+        let host = self.master_host_now(master)?;
+        self.sync_server_clocks();
+        self.sim.crash(host.as_str());
+        self.fault(format!("stop {host}"));
+        Ok(())
+    }
+
+    /// Restarts master `master`: from its last snapshot, or empty.
+    pub fn restart_master(&mut self, master: usize) -> Result<(), WorldError> {
+        let host = self.master_host_now(master)?;
+        self.sync_server_clocks();
+        let loads = match self.handle_of(&host).saved_at_ms() {
+            Some(at_ms) => format!("from its snapshot at {at_ms} ms"),
+            None => "empty".to_owned(),
+        };
+        self.sim.bounce(host.as_str());
+        self.fault(format!("restart {host} ({loads})"));
+        Ok(())
+    }
+
+    /// `BGSAVE` on master `master`.
+    pub fn snapshot_master(&mut self, master: usize) -> Result<(), WorldError> {
+        let host = self.master_host_now(master)?;
+        self.sync_server_clocks();
+        let now_ms = self.sim.elapsed().as_millis() as u64;
+        if !self.handle_of(&host).save(now_ms) {
+            return Err(WorldError::RedisDown {
+                host,
+                what: "a snapshot",
+            });
+        }
+        self.fault(format!("snapshot {host} to disk"));
+        Ok(())
+    }
+
+    /// Master `master`'s machine clock jumps `jump_ms` forward.
+    pub fn jump_master_clock(&mut self, master: usize, jump_ms: u64) -> Result<(), WorldError> {
+        let host = self.master_host_now(master)?;
+        self.sync_server_clocks();
+        let now_ms = self.sim.elapsed().as_millis() as u64;
+        self.handle_of(&host).jump_clock(now_ms, jump_ms);
+        self.fault(format!("{host}'s clock jumps {jump_ms} ms forward"));
+        Ok(())
+    }
+
     /// The handle of the Redis host called `host`.
     fn handle_of(&self, host: &str) -> &RedisHandle {
+        if let Some(extra) = host
+            .strip_prefix(PRIMARY_HOST)
+            .and_then(|rest| rest.strip_prefix('-'))
+            .and_then(|n| n.parse::<usize>().ok())
+            .and_then(|m| self.extra_masters.get(m.wrapping_sub(1)))
+        {
+            return extra;
+        }
         match &self.replica {
             Some(replica) if host == REPLICA_HOST => replica,
             _ => &self.primary,

@@ -662,3 +662,137 @@ fn config_with_lease(lease_ms: u64) -> LockConfig {
         .build()
         .unwrap()
 }
+
+/// Three independent masters: each keeps its own keys and ownership log,
+/// and a fault on one master — a partition of one worker, a crash, a clock
+/// jump — touches that master alone.
+#[test]
+fn independent_masters_keep_their_own_keys_and_their_own_faults() -> Result<(), WorldError> {
+    let mut world = WorldBuilder::new(31).workers(2).masters(3).build()?;
+    assert_eq!(world.master_count(), 3);
+    assert!(matches!(
+        WorldBuilder::new(31).masters(8).build(),
+        Err(WorldError::OutOfRange {
+            field: "masters",
+            ..
+        })
+    ));
+    assert!(matches!(
+        world.stop_master(3),
+        Err(WorldError::NoSuchMaster {
+            master: 3,
+            masters: 3
+        })
+    ));
+    // w1 is cut off from master 1 before it starts.
+    world.partition_worker_master(1, 1)?;
+    let replies: Slot<Vec<Vec<Option<String>>>> = slot();
+    for worker in 0..2 {
+        let seen = replies.clone();
+        world.spawn_worker(worker, move |ctx| async move {
+            let mut got = Vec::new();
+            for (master, conn) in ctx.masters.iter().enumerate() {
+                let mut conn = conn.clone();
+                let key = format!("lock:{{w{}-m{master}}}", ctx.index);
+                let reply = tokio::time::timeout(
+                    Duration::from_millis(200),
+                    redis::cmd("SET")
+                        .arg(&key)
+                        .arg(format!("w{}", ctx.index))
+                        .arg("NX")
+                        .arg("PX")
+                        .arg(10_000)
+                        .query_async::<Option<String>>(&mut conn),
+                )
+                .await;
+                got.push(reply.ok().and_then(Result::ok).flatten());
+            }
+            seen.lock().unwrap().get_or_insert_with(Vec::new).push(got);
+        })?;
+        world.run_until_workers_done(Duration::from_secs(2))?;
+    }
+    let replies = replies.lock().unwrap().take().unwrap();
+    assert_eq!(
+        replies,
+        vec![
+            vec![Some("OK".to_owned()); 3],
+            // Master 1 is unreachable for w1, and only master 1.
+            vec![Some("OK".to_owned()), None, Some("OK".to_owned())],
+        ]
+    );
+    for master in 0..3 {
+        assert_eq!(
+            world.master(master)?.get(&format!("lock:{{w0-m{master}}}")),
+            Some(b"w0".to_vec()),
+            "master {master} holds w0's lock"
+        );
+        let other = (master + 1) % 3;
+        assert_eq!(
+            world.master(master)?.get(&format!("lock:{{w0-m{other}}}")),
+            None,
+            "no master holds another's keys"
+        );
+    }
+    world.jump_master_clock(2, 20_000)?;
+    world.stop_master(1)?;
+    world.run_for(Duration::from_millis(50))?;
+    assert_eq!(
+        world.master(0)?.get("lock:{w0-m0}"),
+        Some(b"w0".to_vec()),
+        "untouched"
+    );
+    assert_eq!(world.master(1)?.get("lock:{w0-m1}"), None, "crashed");
+    assert_eq!(
+        world.master(2)?.get("lock:{w0-m2}"),
+        None,
+        "expired by the jump"
+    );
+    world.restart_master(1)?;
+    world.run_for(Duration::from_millis(50))?;
+    assert!(world.master(1)?.is_up());
+    let servers: std::collections::BTreeSet<String> = world
+        .ownership()
+        .events()
+        .into_iter()
+        .map(|e| e.server)
+        .collect();
+    assert_eq!(
+        servers.into_iter().collect::<Vec<_>>(),
+        vec!["redis", "redis-1", "redis-2"],
+        "one ownership log, each change named by its master"
+    );
+    Ok(())
+}
+
+/// Same seed, same trace, with several masters too.
+#[test]
+fn several_masters_replay_byte_identically() -> Result<(), WorldError> {
+    let run = |seed: u64| -> Result<(String, String), WorldError> {
+        let mut world = WorldBuilder::new(seed).workers(2).masters(5).build()?;
+        world.set_master_latency(0, 3, Duration::from_millis(7))?;
+        for worker in 0..2 {
+            world.spawn_worker(worker, move |ctx| async move {
+                for (master, conn) in ctx.masters.iter().enumerate() {
+                    let mut conn = conn.clone();
+                    let _: redis::RedisResult<Option<String>> = redis::cmd("SET")
+                        .arg(format!("lock:{{m{master}}}"))
+                        .arg(ctx.name.as_str())
+                        .arg("NX")
+                        .arg("PX")
+                        .arg(300)
+                        .query_async(&mut conn)
+                        .await;
+                    ctx.log(format!("tried master {master}"));
+                }
+            })?;
+        }
+        world.run_until_workers_done(Duration::from_secs(2))?;
+        world.run_for(Duration::from_millis(500))?;
+        let log = format!("{:?}", world.ownership().events());
+        Ok((world.trace().to_text(), log))
+    };
+    let first = run(77)?;
+    assert_eq!(first, run(77)?);
+    assert!(first.1.contains("redis-4"), "{}", first.1);
+    Ok(())
+}
