@@ -76,6 +76,15 @@ pub enum Fault {
         /// The rate error, in millionths.
         drift_ppm: i64,
     },
+    /// One of the Redis faults above (a partition, lost replies, latency,
+    /// a crash, a restart, a snapshot, a clock jump) on master `master` of
+    /// several independent ones, instead of on the primary (master 0).
+    OnMaster {
+        /// Which master.
+        master: usize,
+        /// The fault, as it would hit the primary.
+        fault: Box<Fault>,
+    },
     /// Replication from primary to replica stops getting through.
     CutReplication,
     /// Replication gets through again.
@@ -118,6 +127,9 @@ impl Fault {
             Fault::DriftWorkerClock { worker, drift_ppm } => {
                 format!("{}'s clock drifts {drift_ppm} ppm", worker_name(*worker))
             }
+            Fault::OnMaster { master, fault } => {
+                format!("{} (master {master})", fault.describe())
+            }
             Fault::CutReplication => "cut replication".to_owned(),
             Fault::RestoreReplication => "restore replication".to_owned(),
             Fault::FailOver => "fail over to the replica".to_owned(),
@@ -141,6 +153,7 @@ impl Fault {
             Fault::RedisLatency { worker, .. }
             | Fault::JumpWorkerClock { worker, .. }
             | Fault::DriftWorkerClock { worker, .. } => Some(*worker),
+            Fault::OnMaster { fault, .. } => fault.worker(),
             _ => None,
         }
     }
@@ -160,6 +173,16 @@ impl Fault {
             (Fault::RedisLatency { worker: a, .. }, Fault::RedisLatency { worker: b, .. }) => {
                 a == b
             }
+            (
+                Fault::OnMaster {
+                    master: a,
+                    fault: opened,
+                },
+                Fault::OnMaster {
+                    master: b,
+                    fault: closing,
+                },
+            ) => a == b && opened.closed_by(closing),
             (Fault::StopRedis, Fault::RestartRedis)
             | (Fault::CutReplication, Fault::RestoreReplication) => true,
             _ => false,
@@ -179,12 +202,16 @@ impl Fault {
             | Fault::StopRedis
             | Fault::CutReplication => true,
             Fault::RedisLatency { latency_ms, .. } => *latency_ms > 0,
+            Fault::OnMaster { fault, .. } => fault.opens_window(),
             _ => false,
         }
     }
 
     /// Whether this fault only ends a window another one opened.
     pub fn ends_window(&self) -> bool {
+        if let Fault::OnMaster { fault, .. } = self {
+            return fault.ends_window();
+        }
         matches!(
             self,
             Fault::ResumeWorker(_)

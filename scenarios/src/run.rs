@@ -29,6 +29,9 @@ pub struct WorldSpec {
     pub workers: usize,
     /// Whether Redis has a replica.
     pub replica: bool,
+    /// Redis masters (1, or several independent ones; master 0 is the
+    /// primary).
+    pub masters: usize,
     /// The lease, which sets the simulation's time resolution.
     pub lease_ms: u64,
     /// Link latency range, each way.
@@ -53,6 +56,7 @@ pub trait WorldFactory: Send + Sync {
             seed: 0,
             workers: 1,
             replica: false,
+            masters: 1,
             lease_ms: 1_000,
             latency_ms: (1, 3),
             duration_ms_max: 60_000,
@@ -127,6 +131,7 @@ fn execute(
         seed,
         workers: setup.workers,
         replica: setup.replica,
+        masters: setup.masters,
         lease_ms: setup.lease_ms,
         latency_ms: setup.latency_ms,
         duration_ms_max: setup.duration_ms_max,

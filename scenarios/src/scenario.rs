@@ -17,7 +17,8 @@ pub use redfence_history::record::Param;
 
 /// The world and lock configuration a scenario runs with.
 ///
-/// Defaults (documented once): 2 workers, no replica, lease 1000 ms, renew
+/// Defaults (documented once): 2 workers, no replica, one Redis master,
+/// lease 1000 ms, renew
 /// every 300 ms, hold at most 3000 ms and 20 renewals, operation timeout
 /// 150 ms, Redis-counter fences, backoff base 20 ms cap 200 ms with full
 /// jitter and 30 attempts, link latency 1–3 ms, run bounded to 60 s.
@@ -27,6 +28,9 @@ pub struct Setup {
     pub workers: usize,
     /// Whether the world has a Redis replica.
     pub replica: bool,
+    /// Redis masters: 1, or several independent ones for locks that span
+    /// them (Redlock); master 0 is the primary.
+    pub masters: usize,
     /// Lease (TTL) per acquire or renew.
     pub lease_ms: u64,
     /// Time between renewals.
@@ -52,6 +56,7 @@ impl Default for Setup {
         Self {
             workers: 2,
             replica: false,
+            masters: 1,
             lease_ms: 1_000,
             renew_interval_ms: 300,
             hold_ms_max: 3_000,

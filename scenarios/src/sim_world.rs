@@ -21,6 +21,30 @@ use crate::world::{
     WorkerJob, World, WorldError, WorldKind,
 };
 
+/// Applies a Redis fault to master `master` of the simulation.
+fn on_master(sim: &mut Sim, master: usize, fault: &Fault) -> Result<(), WorldError> {
+    let applied = match *fault {
+        Fault::PartitionRedis(w) => sim.partition_worker_master(w, master),
+        Fault::HealRedis(w) => sim.heal_worker_master(w, master),
+        Fault::DropRedisReplies(w) => sim.drop_master_replies(w, master),
+        Fault::RestoreRedisReplies(w) => sim.restore_master_replies(w, master),
+        Fault::RedisLatency { worker, latency_ms } => {
+            sim.set_master_latency(worker, master, Duration::from_millis(latency_ms))
+        }
+        Fault::StopRedis => sim.stop_master(master),
+        Fault::RestartRedis => sim.restart_master(master),
+        Fault::SnapshotRedis => sim.snapshot_master(master),
+        Fault::JumpRedisClock { jump_ms } => sim.jump_master_clock(master, jump_ms),
+        ref other => {
+            return Err(WorldError::Unsupported {
+                what: other.describe(),
+                why: "only a Redis fault can hit one master".to_owned(),
+            })
+        }
+    };
+    applied.map_err(sim_error)
+}
+
 /// Builds simulated worlds.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct SimWorlds;
@@ -53,6 +77,7 @@ impl SimWorld {
             .latency_ms(spec.latency_ms.0, spec.latency_ms.1)
             .workers(spec.workers)
             .replica(spec.replica)
+            .masters(spec.masters)
             .duration_ms_max(spec.duration_ms_max)
             .store_op_timeout_ms(spec.op_timeout_ms)
             .build()
@@ -149,6 +174,7 @@ impl World for SimWorld {
                     index,
                     name: worker_name(index),
                     redis: RedisConn::new(ctx.redis.clone()),
+                    masters: ctx.masters.iter().cloned().map(RedisConn::new).collect(),
                     store: Arc::new(ctx.store.clone()) as Arc<dyn FencedStore>,
                     raw_store: Arc::new(SimRawStore(ctx.store.clone())),
                     store_fences: Arc::new(SimStoreFences::new(ctx.store.clone())),
@@ -214,6 +240,7 @@ impl World for SimWorld {
                 sim.jump_redis_clock(jump_ms);
                 Ok(())
             }
+            Fault::OnMaster { master, ref fault } => return on_master(sim, master, fault),
             Fault::JumpWorkerClock { worker, jump_ms } => {
                 let now_ms = sim.elapsed().as_millis() as u64;
                 self.clock_error(worker)?.jump(now_ms, jump_ms);

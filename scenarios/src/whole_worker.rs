@@ -261,11 +261,20 @@ impl Observer {
 
     /// `env` with its Redis connection, stores and token source wrapped.
     pub fn observe(&self, env: WorkerEnv) -> WorkerEnv {
+        let redis = RedisConn::new(ObservedRedis {
+            inner: env.redis.clone(),
+            shared: self.shared.clone(),
+        });
+        // Master 0 is `redis`: observed whichever handle the lock uses.
+        // Masters 1.. are not observed yet (no catalog scenario runs
+        // several): ownership across masters needs the majority view.
+        let mut masters = env.masters.clone();
+        if let Some(first) = masters.first_mut() {
+            *first = redis.clone();
+        }
         WorkerEnv {
-            redis: RedisConn::new(ObservedRedis {
-                inner: env.redis.clone(),
-                shared: self.shared.clone(),
-            }),
+            redis,
+            masters,
             store: Arc::new(ObservedStore {
                 inner: env.store.clone(),
                 observer: self.clone(),

@@ -153,6 +153,9 @@ pub struct WorkerEnv {
     pub name: String,
     /// This worker's Redis path (follows failover).
     pub redis: RedisConn,
+    /// One Redis path per master, in master order (`Setup::masters`):
+    /// master 0 is `redis` itself, masters 1.. independent servers.
+    pub masters: Vec<RedisConn>,
     /// This worker's path to the fenced store.
     pub store: Arc<dyn FencedStore>,
     /// The same path, without the fence check (mutants only).

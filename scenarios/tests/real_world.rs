@@ -150,6 +150,7 @@ fn world_paths_faults_and_truth() {
         seed: 0,
         workers: 2,
         replica: false,
+        masters: 1,
         lease_ms: 1_000,
         latency_ms: (1, 3),
         duration_ms_max: 10_000,
@@ -398,6 +399,7 @@ fn spec(workers: usize, replica: bool) -> WorldSpec {
         seed: 0,
         workers,
         replica,
+        masters: 1,
         lease_ms: 1_000,
         latency_ms: (1, 3),
         duration_ms_max: 10_000,
@@ -681,6 +683,68 @@ fn a_worker_clock_jumps_and_drifts_in_both_worlds() {
             own_gap * 2 >= world_gap * 3 - 10 && own_gap * 2 <= world_gap * 3 + 10,
             "{name}: w1 runs 1.5× fast: world {world_gap} ms, own {own_gap} ms"
         );
+    }
+}
+
+/// Several independent masters: in the simulation each worker gets one
+/// path per master and a fault reaches one master alone; the real world
+/// (one master so far) refuses the layout, before it starts a server.
+#[test]
+fn several_masters_run_in_the_simulation_and_the_real_world_refuses_them_up_front() {
+    use redfence_scenarios::history::OwnershipChange;
+    use redfence_scenarios::sim_world::SimWorlds;
+    let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let spec = WorldSpec {
+        masters: 3,
+        ..spec(1, false)
+    };
+    let mut world = SimWorlds.build(&spec).expect("a simulated world");
+    let paths: Arc<Mutex<usize>> = Arc::default();
+    let seen = paths.clone();
+    let job = move |env: WorkerEnv| -> redfence_scenarios::world::WorkerFuture {
+        Box::pin(async move {
+            *seen.lock().expect("lock") = env.masters.len();
+            for mut master in env.masters.clone() {
+                let _: redis::RedisResult<redis::Value> = redis::cmd("SET")
+                    .arg("lock:{p}")
+                    .arg("a")
+                    .arg("PX")
+                    .arg(60_000)
+                    .query_async(&mut master)
+                    .await;
+            }
+        })
+    };
+    world.spawn_worker(0, Box::new(job)).expect("spawn");
+    world.run_for(200).expect("run");
+    assert_eq!(*paths.lock().expect("lock"), 3, "one path per master");
+    let stop = Fault::OnMaster {
+        master: 2,
+        fault: Box::new(Fault::StopRedis),
+    };
+    world.inject(&stop).expect("stop master 2");
+    let truth = world.truth("lock:{p}", "p").expect("truth");
+    let log = truth.redis.expect("a log");
+    let of = |server: &str| -> Vec<OwnershipChange> {
+        log.iter()
+            .filter(|r| r.server == server)
+            .map(|r| r.change.clone())
+            .collect()
+    };
+    let set = OwnershipChange::Set {
+        owner: "a".to_owned(),
+    };
+    let lost = OwnershipChange::Lost {
+        owner: "a".to_owned(),
+    };
+    assert_eq!(of("redis"), vec![set.clone()], "master 0 untouched");
+    assert_eq!(of("redis-1"), vec![set.clone()], "master 1 untouched");
+    assert_eq!(of("redis-2"), vec![set, lost], "master 2 crashed");
+
+    match worlds().build(&spec) {
+        Err(WorldError::Unsupported { what, .. }) => assert_eq!(what, "3 Redis masters"),
+        Err(other) => panic!("refused for the wrong reason: {other}"),
+        Ok(_) => panic!("the real world cannot run 3 masters yet"),
     }
 }
 

@@ -180,6 +180,7 @@ fn paused_run(
         seed: 7,
         workers: 1,
         replica: false,
+        masters: setup.masters,
         lease_ms: setup.lease_ms,
         latency_ms: setup.latency_ms,
         duration_ms_max: setup.duration_ms_max,

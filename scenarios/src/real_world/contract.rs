@@ -60,6 +60,7 @@ impl World for RealWorld {
         let env = WorkerEnv {
             index,
             name: worker_name(index),
+            masters: vec![RedisConn::new(conns.redis.clone())],
             redis: RedisConn::new(conns.redis),
             store: Arc::new(store.clone()) as Arc<dyn FencedStore>,
             raw_store: Arc::new(raw_store),
@@ -275,6 +276,16 @@ impl RealWorld {
             Fault::JumpRedisClock { jump_ms } => {
                 self.cluster_op(|c| c.emulate_redis_clock_jump(jump_ms))
             }
+            // One master is all the real world runs yet: master 0 is the
+            // primary; any other is refused when the world is built.
+            Fault::OnMaster {
+                master: 0,
+                ref fault,
+            } => self.inject_now(fault),
+            Fault::OnMaster { master, .. } => Err(WorldError::Unsupported {
+                what: fault.describe(),
+                why: format!("the real world runs one Redis master, not master {master}"),
+            }),
             Fault::JumpWorkerClock { worker, jump_ms } => {
                 let now_ms = self.now_ms();
                 self.slot(worker)?.clock_error.jump(now_ms, jump_ms);

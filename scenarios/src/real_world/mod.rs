@@ -268,6 +268,14 @@ impl RealWorld {
     /// Starts servers and proxies as `config` says, laid out as `spec` asks,
     /// and connects every worker's paths.
     pub fn start(config: &ChaosConfig, spec: &WorldSpec) -> Result<Self, WorldError> {
+        // Checked before any server starts.
+        if spec.masters != 1 {
+            return Err(WorldError::Unsupported {
+                what: format!("{} Redis masters", spec.masters),
+                why: "the real world runs one Redis master (several run in the simulation)"
+                    .to_owned(),
+            });
+        }
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
