@@ -37,6 +37,7 @@ pub mod curve;
 pub mod fault;
 pub mod fence_source;
 pub mod history;
+pub mod majority;
 pub mod merge;
 pub mod mutation;
 pub mod names;

@@ -164,6 +164,10 @@ impl World for SimWorld {
         self.sim.worker_count()
     }
 
+    fn masters(&self) -> usize {
+        self.sim.master_count()
+    }
+
     fn spawn_worker(&mut self, index: usize, job: WorkerJob) -> Result<(), WorldError> {
         let clock = self.clock();
         let spawner = self.spawner(index)?.clone();

@@ -11,6 +11,8 @@
 use std::sync::Arc;
 
 use redfence_core::LockConfig;
+use redfence_history::majority::majority_view;
+use redfence_sim::world::master_host;
 
 use crate::conn::RedisConn;
 use crate::driver::{run_worker, Phase, Probe, WorkerPlan};
@@ -276,6 +278,16 @@ impl<'w> Stage<'w> {
     pub fn finish(self) -> Result<History, WorldError> {
         let lock_key = self.lock_key()?;
         let truth = self.world.truth(&lock_key, &self.resource)?;
+        // Several masters: the lock is held where a majority holds it.
+        let masters = self.world.masters();
+        let redis_truth = truth.redis.map(|log| {
+            if masters > 1 {
+                let names: Vec<String> = (0..masters).map(master_host).collect();
+                majority_view(&log, &names)
+            } else {
+                log
+            }
+        });
         let (ops, faults) = self.recorder.snapshot();
         let mut end_ms = self.world.now_ms();
         for op in &ops {
@@ -291,7 +303,7 @@ impl<'w> Stage<'w> {
                 acquire_deadline_ms: self.config.acquire_deadline_ms(),
             },
             ops,
-            redis_truth: truth.redis,
+            redis_truth,
             redis_truth_gap: truth.redis_gap,
             server_events: truth.events,
             store_truth: truth.store,

@@ -485,6 +485,14 @@ pub trait World {
     /// How many workers the world laid out.
     fn workers(&self) -> usize;
 
+    /// How many independent Redis masters it runs (`WorldSpec::masters`).
+    /// With more than one, the run is judged on their majority view
+    /// (`redfence_history::majority`): the truth names master 0's records
+    /// `redis` and master m's `redis-m`, as the simulation's hosts.
+    fn masters(&self) -> usize {
+        1
+    }
+
     /// Starts worker `index` running `job` (each worker at most once).
     fn spawn_worker(&mut self, index: usize, job: WorkerJob) -> Result<(), WorldError>;
 
