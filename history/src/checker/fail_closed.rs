@@ -10,6 +10,15 @@
 //! write op behind it (a write the client never reported) is bounded by its
 //! commit time. Without the log the verdict is `Undecided`.
 //!
+//! The Redis ownership log counts too: an owner the server granted the
+//! lock to (the key held its token) before its write was invoked, and
+//! whose acquire was answered, is covered even when that answer was read
+//! as not acquired — at the
+//! whole-worker level an acquire is classified by reading the key just
+//! after the reply, and a failover in between loses the grant. This
+//! applies only to owners with no acquire answered "acquired", so a fence
+//! mismatch between a real acquire and its write is still judged.
+//!
 //! A write without a fence (fence 0) is judged by what the lock is. A lock
 //! that issues no fences at all (no acquire in the run issued one, no
 //! fenced write reached the store: a plain `SET NX PX` lock) cannot fail
@@ -76,6 +85,32 @@ pub(super) fn check(history: &History) -> Verdict {
             }
         }
     }
+    // The servers' own grants, per owner: the first moment the lock key
+    // held its token. They stand in for an acquire whose reply the
+    // harness read as "not acquired" (a whole worker's acquire is
+    // classified by reading the key right after the reply, and a failover
+    // in between loses the key the server had granted) — only for owners
+    // with no acquire answered "acquired" at all, so a fence mismatch
+    // between a real acquire and its write is still judged.
+    // And only where that acquire was answered: a client that wrote after
+    // an acquire whose reply never came did not fail closed, whatever the
+    // server had done.
+    let mut granted_ms: BTreeMap<&str, u64> = BTreeMap::new();
+    for record in history.redis_truth.iter().flatten() {
+        if let Some(owner) = record.change.started_owner() {
+            let first = granted_ms.entry(owner).or_insert(record.at_ms);
+            *first = (*first).min(record.at_ms);
+        }
+    }
+    let mut answered_ms: BTreeMap<&str, u64> = BTreeMap::new();
+    for op in &history.ops {
+        if let (OpKind::Acquire, Outcome::Ok(_), Some(owner), Some(complete_ms)) =
+            (&op.kind, &op.outcome, op.owner.as_deref(), op.complete_ms)
+        {
+            let first = answered_ms.entry(owner).or_insert(complete_ms);
+            *first = (*first).min(complete_ms);
+        }
+    }
     // Whether this lock issues fences at all (see the module doc).
     let fenced_lock = acquired_ms
         .keys()
@@ -92,7 +127,16 @@ pub(super) fn check(history: &History) -> Verdict {
         } else {
             acquired_ms.get(&(record.owner.as_str(), record.fence))
         };
-        let covered = acquired.is_some_and(|&complete_ms| complete_ms <= write_invoke_ms);
+        let owner = record.owner.as_str();
+        let granted = !acquired_any_ms.contains_key(owner)
+            && granted_ms
+                .get(owner)
+                .is_some_and(|&at_ms| at_ms <= write_invoke_ms)
+            && answered_ms
+                .get(owner)
+                .is_some_and(|&at_ms| at_ms <= write_invoke_ms);
+        let covered =
+            granted || acquired.is_some_and(|&complete_ms| complete_ms <= write_invoke_ms);
         if !covered {
             violations.push((record, write, write_invoke_ms));
         }

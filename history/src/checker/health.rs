@@ -24,8 +24,9 @@ pub(super) enum Paths {
 /// The first recorded fault that made `worker` unhealthy for `paths` at
 /// some moment of `[from_ms, to_ms]`, if any: a pause of the worker, a
 /// partition, dropped replies or added latency on one of its paths, Redis
-/// stopped — or a moment that moves or empties Redis (a failover or a
-/// restart), counted as unhealthy for one lease after it.
+/// stopped — or a moment that moves, empties or ages Redis (a failover, a
+/// restart, a server clock jump), counted as unhealthy for one lease
+/// after it; on any master.
 pub(super) fn unhealthy<'h>(
     history: &'h History,
     worker: &str,
@@ -34,15 +35,7 @@ pub(super) fn unhealthy<'h>(
     to_ms: u64,
 ) -> Option<&'h Fault> {
     let store = paths == Paths::RedisAndStore;
-    let matters = |fault: &Fault| match fault {
-        Fault::PauseWorker(_)
-        | Fault::PartitionRedis(_)
-        | Fault::DropRedisReplies(_)
-        | Fault::RedisLatency { .. }
-        | Fault::StopRedis => true,
-        Fault::PartitionStore(_) | Fault::DropStoreReplies(_) => store,
-        _ => false,
-    };
+    let matters = |fault: &Fault| matters(fault, store);
     for (index, record) in history.faults.iter().enumerate() {
         let fault = &record.fault;
         let concerns = record.worker.is_none()
@@ -50,7 +43,7 @@ pub(super) fn unhealthy<'h>(
         if !concerns {
             continue;
         }
-        if matches!(fault, Fault::FailOver | Fault::RestartRedis) {
+        if moves_redis(fault) {
             let until_ms = record.at_ms.saturating_add(history.limits.lease_ms);
             if record.at_ms <= to_ms && from_ms <= until_ms {
                 return Some(fault);
@@ -69,6 +62,35 @@ pub(super) fn unhealthy<'h>(
         }
     }
     None
+}
+
+/// Whether `fault` stands in a worker's way while its window is open: a
+/// pause, a partition, dropped replies or latency on one of its paths,
+/// Redis stopped — on any master (a lock over several masters needs
+/// them; for a lock on one, a fault on another is counted too, which
+/// only excuses more).
+fn matters(fault: &Fault, store: bool) -> bool {
+    match fault {
+        Fault::PauseWorker(_)
+        | Fault::PartitionRedis(_)
+        | Fault::DropRedisReplies(_)
+        | Fault::RedisLatency { .. }
+        | Fault::StopRedis => true,
+        Fault::PartitionStore(_) | Fault::DropStoreReplies(_) => store,
+        Fault::OnMaster { fault, .. } => matters(fault, store),
+        _ => false,
+    }
+}
+
+/// Whether `fault` is a moment that moves, empties or ages Redis's keys
+/// (a failover, a restart, a server clock jump), on any master: unhealthy
+/// for one lease after it.
+fn moves_redis(fault: &Fault) -> bool {
+    match fault {
+        Fault::FailOver | Fault::RestartRedis | Fault::JumpRedisClock { .. } => true,
+        Fault::OnMaster { fault, .. } => moves_redis(fault),
+        _ => false,
+    }
 }
 
 #[cfg(test)]
@@ -97,5 +119,23 @@ mod tests {
         let history = builder().fault(1_000, Fault::FailOver).build();
         assert!(unhealthy(&history, "w0", Paths::Redis, 1_500, 1_600).is_some());
         assert!(unhealthy(&history, "w0", Paths::Redis, 2_100, 2_200).is_none());
+    }
+
+    #[test]
+    fn faults_on_one_master_and_clock_jumps_count_too() {
+        let on = |master, fault| Fault::OnMaster {
+            master,
+            fault: Box::new(fault),
+        };
+        let history = builder()
+            .fault(100, on(2, Fault::PartitionRedis(0)))
+            .fault(200, on(2, Fault::HealRedis(0)))
+            .fault(1_000, on(1, Fault::JumpRedisClock { jump_ms: 5_000 }))
+            .build();
+        assert!(unhealthy(&history, "w0", Paths::Redis, 150, 160).is_some());
+        assert!(unhealthy(&history, "w0", Paths::Redis, 201, 900).is_none());
+        assert!(unhealthy(&history, "w1", Paths::Redis, 150, 160).is_none());
+        assert!(unhealthy(&history, "w1", Paths::Redis, 1_500, 1_600).is_some());
+        assert!(unhealthy(&history, "w1", Paths::Redis, 2_100, 2_200).is_none());
     }
 }

@@ -267,6 +267,38 @@ mod tests {
         );
     }
 
+    /// A whole worker's acquire is read from the key just after its
+    /// reply; a failover in between loses the key the server granted. The
+    /// server's grant then covers the write; an unanswered acquire does
+    /// not (the test above), nor does a grant to someone else.
+    #[test]
+    fn a_granted_and_answered_acquire_covers_its_write_whatever_it_was_read_as() {
+        let history = |granted_to: &str| {
+            HistoryBuilder::new("r", LIMITS)
+                .contended("w0", "o0", (0, 12))
+                .set(8, granted_to)
+                .write(
+                    "w0",
+                    "o0",
+                    5,
+                    Some("j0"),
+                    (100, 103),
+                    OkValue::WriteAccepted,
+                )
+                .fence_log(102, "o0", 5, Some("j0"), FenceOutcome::Accepted)
+                .build()
+        };
+        let held = check_property(&history("o0"), Property::FailClosed);
+        assert_eq!(held.status, Status::Held, "{}", held.explanation);
+        let violated = check_property(&history("o1"), Property::FailClosed);
+        assert_eq!(violated.status, Status::Violated);
+        assert!(
+            violated.explanation.contains("did not acquire"),
+            "{}",
+            violated.explanation
+        );
+    }
+
     #[test]
     fn held_means_there_was_something_to_judge() {
         // The reference's quiet run: one fenced job, released in time.
