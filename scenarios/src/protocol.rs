@@ -40,6 +40,16 @@ pub trait Protocol: Send + Sync {
     /// worker running its own flow.
     fn plug(&self, env: &WorkerEnv, config: &LockConfig) -> Plug;
 
+    /// Whether the lock is kept on every one of the world's Redis masters
+    /// (`WorkerEnv::masters`, Redlock) rather than on master 0 alone (the
+    /// default). It says what the lock *is*, as its key scheme does; who
+    /// held it is still decided from the servers: with `true`, by the
+    /// majority of the masters (`redfence_history::majority`), else by
+    /// master 0, the others being bystanders.
+    fn spans_masters(&self) -> bool {
+        false
+    }
+
     /// What went wrong during the last run between the harness and
     /// processes the protocol started (a lock adapter that broke the
     /// protocol or did not exit cleanly), in words, taken so each run

@@ -303,19 +303,29 @@ impl World for SimWorld {
             .map(|value| String::from_utf8_lossy(&value).into_owned()))
     }
 
-    fn peeker(&mut self) -> Peek {
+    fn peeker(&mut self, masters: usize) -> Peek {
         let primary = self.sim.primary().clone();
         let replica = self.sim.replica().ok().cloned();
+        // Masters 1.. (none with one master): independent servers.
+        let others: Vec<_> = (1..masters.min(self.sim.master_count()))
+            .filter_map(|m| self.sim.master(m).ok().cloned())
+            .collect();
         Peek::new(move |key| {
             // The same choice as `peek`: a promoted replica is the primary.
             let server = match &replica {
                 Some(replica) if replica.is_primary() => replica,
                 _ => &primary,
             };
-            let value = server
-                .get(&key)
-                .map(|value| String::from_utf8_lossy(&value).into_owned());
-            Box::pin(std::future::ready(value))
+            let read = |server: &redfence_sim::redis::RedisHandle| {
+                server
+                    .get(&key)
+                    .map(|value| String::from_utf8_lossy(&value).into_owned())
+            };
+            let values: Vec<Option<String>> = std::iter::once(server)
+                .chain(others.iter())
+                .map(read)
+                .collect();
+            Box::pin(std::future::ready(majority_value(values)))
         })
     }
 
@@ -342,4 +352,18 @@ impl World for SimWorld {
             store: Some(store),
         })
     }
+}
+
+/// The value a strict majority of `values` (one per master) holds, if any:
+/// who holds a lock kept on several masters (with one, its value).
+pub(crate) fn majority_value(values: Vec<Option<String>>) -> Option<String> {
+    let quorum = values.len() / 2 + 1;
+    let mut counts: std::collections::BTreeMap<String, usize> = std::collections::BTreeMap::new();
+    for value in values.into_iter().flatten() {
+        *counts.entry(value).or_default() += 1;
+    }
+    counts
+        .into_iter()
+        .find(|&(_, count)| count >= quorum)
+        .map(|(value, _)| value)
 }

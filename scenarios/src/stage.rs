@@ -16,7 +16,7 @@ use redfence_sim::world::master_host;
 
 use crate::conn::RedisConn;
 use crate::driver::{run_worker, Phase, Probe, WorkerPlan};
-use crate::history::{ContentionBounds, History, Limits};
+use crate::history::{ContentionBounds, FaultRecord, History, Limits};
 use crate::protocol::{Plug, Protocol};
 use crate::recorder::Recorder;
 use crate::whole_worker::{run_whole_worker, Observer};
@@ -112,7 +112,7 @@ impl<'w> Stage<'w> {
         let recorder = self.recorder.clone();
         let probe = self.probes[index].clone();
         let lock_key = self.lock_key()?;
-        let peek = self.world.peeker();
+        let peek = self.world.peeker(self.lock_masters());
         plan.check();
         self.world.spawn_worker(
             index,
@@ -274,21 +274,32 @@ impl<'w> Stage<'w> {
         Ok(())
     }
 
+    /// The masters the lock under test is kept on: all of the world's for
+    /// a lock that spans them, else master 0 alone.
+    fn lock_masters(&self) -> usize {
+        if self.protocol.spans_masters() {
+            self.world.masters()
+        } else {
+            1
+        }
+    }
+
     /// Ends the run: collects the servers' truth and builds the history.
     pub fn finish(self) -> Result<History, WorldError> {
         let lock_key = self.lock_key()?;
         let truth = self.world.truth(&lock_key, &self.resource)?;
         // Several masters: the lock is held where a majority holds it.
-        let masters = self.world.masters();
+        let masters = self.lock_masters();
+        let (ops, faults) = self.recorder.snapshot();
         let redis_truth = truth.redis.map(|log| {
             if masters > 1 {
                 let names: Vec<String> = (0..masters).map(master_host).collect();
-                majority_view(&log, &names)
+                let restarts = master_restarts(&faults);
+                majority_view(&log, &names, &restarts, self.config.lease_ms())
             } else {
                 log
             }
         });
-        let (ops, faults) = self.recorder.snapshot();
         let mut end_ms = self.world.now_ms();
         for op in &ops {
             end_ms = end_ms.max(op.invoke_ms).max(op.complete_ms.unwrap_or(0));
@@ -327,4 +338,20 @@ async fn warm_up(redis: RedisConn, op_timeout_ms: u64) {
         redis::aio::ConnectionLike::req_packed_command(&mut conn, &ping),
     )
     .await;
+}
+
+/// When each master was restarted (its host name, the moment), from the
+/// recorded faults: a crashed master's copy of the lock counts for the
+/// majority view until then (see `redfence_history::majority`).
+fn master_restarts(faults: &[FaultRecord]) -> Vec<(String, u64)> {
+    faults
+        .iter()
+        .filter_map(|record| match &record.fault {
+            Fault::RestartRedis => Some((master_host(0), record.at_ms)),
+            Fault::OnMaster { master, fault } if **fault == Fault::RestartRedis => {
+                Some((master_host(*master), record.at_ms))
+            }
+            _ => None,
+        })
+        .collect()
 }

@@ -266,12 +266,24 @@ impl Observer {
             shared: self.shared.clone(),
         });
         // Master 0 is `redis`: observed whichever handle the lock uses.
-        // Masters 1.. are not observed yet (no catalog scenario runs
-        // several): ownership across masters needs the majority view.
-        let mut masters = env.masters.clone();
-        if let Some(first) = masters.first_mut() {
-            *first = redis.clone();
-        }
+        // Masters 1.. are observed alike: a lock over several masters
+        // (Redlock) sends each attempt to every one, and the acquire is
+        // classified by the majority (the world's `Peek`).
+        let masters = env
+            .masters
+            .iter()
+            .enumerate()
+            .map(|(m, conn)| {
+                if m == 0 {
+                    redis.clone()
+                } else {
+                    RedisConn::new(ObservedRedis {
+                        inner: conn.clone(),
+                        shared: self.shared.clone(),
+                    })
+                }
+            })
+            .collect();
         WorkerEnv {
             redis,
             masters,
@@ -763,6 +775,14 @@ impl TokenSource for ObservedTokens {
             seen.tokens.pop_front();
         }
         seen.tokens.push_back((token.as_str().to_owned(), slot));
+        // A fresh token inside a job that was seen holding starts a new
+        // acquisition: a lock that saw a majority set and still gave up
+        // (a reply lost, the validity spent: Redlock) unlocks and tries
+        // again under a new value, and those tries are acquires, not
+        // commands of the lease it let go.
+        if let Some(state) = slot.and_then(|slot| seen.slots.get_mut(slot)) {
+            state.acquiring = true;
+        }
         token
     }
 }

@@ -532,8 +532,10 @@ pub trait World {
 
     /// [`World::peek`] as a handle usable inside a worker's task, where the
     /// whole-worker level reads which owner a command left holding the
-    /// lock (`whole_worker`).
-    fn peeker(&mut self) -> Peek;
+    /// lock (`whole_worker`). With `masters` > 1 it reads the key on masters
+    /// `0..masters` and returns the value a strict majority of them holds
+    /// (`None` without one): who holds a lock kept on several masters.
+    fn peeker(&mut self, masters: usize) -> Peek;
 
     /// The servers' ground truth for `lock_key` and `resource`.
     fn truth(&mut self, lock_key: &str, resource: &str) -> Result<Truth, WorldError>;

@@ -180,7 +180,9 @@ impl World for RealWorld {
         self.peek_primary(key)
     }
 
-    fn peeker(&mut self) -> Peek {
+    fn peeker(&mut self, masters: usize) -> Peek {
+        // One master: the real world refuses more before it starts.
+        debug_assert_eq!(masters, 1);
         /// Reads of one peek before it gives up (each within the timeout).
         const PEEK_ATTEMPTS_MAX: usize = 3;
         // Read where the workers' traffic goes at the moment of each peek:
