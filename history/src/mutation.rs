@@ -93,6 +93,18 @@ pub const CATCHES: &[Catch] = &[
         CONCURRENT_JOBS,
         Property::FenceUniqueness,
     ),
+    catch(REDLOCK, REDLOCK_CLOCK_JUMP, Property::UnfencedStaleWrite),
+    catch(
+        REDLOCK,
+        REDLOCK_MASTER_RESTART,
+        Property::UnfencedStaleWrite,
+    ),
+    catch(REDLOCK, REDLOCK_PAUSE, Property::UnfencedStaleWrite),
+    catch(
+        REDLOCK_HALF_QUORUM,
+        REDLOCK_MINORITY_PARTITION,
+        Property::FailClosed,
+    ),
 ];
 
 /// Every property each shipped mutant violates anywhere in the catalog (on
@@ -168,6 +180,11 @@ pub const EXPECTED_VIOLATIONS: &[(&str, &[Property])] = &[
         PROCESS_WIDE_TOKEN,
         &[Property::FenceUniqueness, Property::NoOverlappingHolders],
     ),
+    // No fence: whoever outlives its majority (a pause, a master's clock
+    // jump, a master that forgets) writes over its successor.
+    (REDLOCK, &[Property::UnfencedStaleWrite]),
+    // A client on a minority believes it holds the lock and writes.
+    (REDLOCK_HALF_QUORUM, &[Property::FailClosed]),
 ];
 
 /// The properties `mutant` is expected to violate somewhere (see

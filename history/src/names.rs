@@ -36,12 +36,24 @@ pub mod scenario {
     pub const HOTSPOT_LOAD: &str = "hotspot-load";
     /// Each worker runs several jobs on one resource at once.
     pub const CONCURRENT_JOBS: &str = "concurrent-jobs";
+    /// Redlock over N masters: one master's clock jumps past the lease and
+    /// a second client gathers a majority while the first holds one.
+    pub const REDLOCK_CLOCK_JUMP: &str = "redlock-clock-jump";
+    /// Redlock over N masters: a master crashes, restarts from a snapshot
+    /// taken before the lock was granted, and grants it again.
+    pub const REDLOCK_MASTER_RESTART: &str = "redlock-master-restart";
+    /// Redlock over N masters: the holder pauses past its validity as its
+    /// write begins, and writes after a successor.
+    pub const REDLOCK_PAUSE: &str = "redlock-pause";
+    /// Redlock over N masters: a worker reaches only a minority of them;
+    /// the lock must stay safe.
+    pub const REDLOCK_MINORITY_PARTITION: &str = "redlock-minority-partition";
     /// Random fault schedules (exploration), not part of the catalog.
     pub const RANDOM_FAULTS: &str = "random-faults";
 
     /// The catalog's scenarios, in order (without [`RANDOM_FAULTS`], which
     /// only exploration runs).
-    pub const ALL: [&str; 13] = [
+    pub const ALL: [&str; 17] = [
         MUTUAL_EXCLUSION,
         STALE_WORKER_PAUSE,
         LATE_UNLOCK,
@@ -55,6 +67,10 @@ pub mod scenario {
         FAILOVER_COUNTER_REGRESSION,
         HOTSPOT_LOAD,
         CONCURRENT_JOBS,
+        REDLOCK_CLOCK_JUMP,
+        REDLOCK_MASTER_RESTART,
+        REDLOCK_PAUSE,
+        REDLOCK_MINORITY_PARTITION,
     ];
 }
 
@@ -94,9 +110,14 @@ pub mod mutant {
     /// A whole worker that draws one owner token per process and reuses it
     /// for every job, so its jobs running at once all "hold" the lock.
     pub const PROCESS_WIDE_TOKEN: &str = "process-wide-token";
+    /// Redlock as published (a majority of independent masters, validity
+    /// = lease − elapsed − drift), without a fence: unsafe by design.
+    pub const REDLOCK: &str = "redlock";
+    /// Fenced Redlock whose quorum is one short of a majority.
+    pub const REDLOCK_HALF_QUORUM: &str = "redlock-half-quorum";
 
     /// Every shipped mutant, in catalog order.
-    pub const ALL: [&str; 16] = [
+    pub const ALL: [&str; 18] = [
         DEL_UNLOCK,
         GET_THEN_DEL,
         RENEW_WITHOUT_OWNER_CHECK,
@@ -113,6 +134,8 @@ pub mod mutant {
         LATE_RENEWAL,
         FIXED_BACKOFF,
         PROCESS_WIDE_TOKEN,
+        REDLOCK,
+        REDLOCK_HALF_QUORUM,
     ];
 }
 
@@ -125,6 +148,11 @@ pub mod protocol {
     /// The same library one step at a time under the harness's flow (the
     /// base of the step-level mutants). Every scenario must pass it too.
     pub const REFERENCE_STEPS: &str = "reference-steps";
+    /// Redlock over independent masters with a fence from the durable
+    /// store, checked by the store: the remedy for Redlock's debated
+    /// faults. It must pass every property but no-overlapping-holders and
+    /// lease-continuity, which no lock over forgetful masters can keep.
+    pub const REDLOCK_FENCED: &str = "redlock-fenced";
 }
 
 /// The name of worker number `index` (`w0`, `w1`, …), the one spelling used

@@ -612,6 +612,7 @@ fn every_mutant_is_registered_after_the_reference_in_order() {
         [
             "reference",
             "reference-steps",
+            "redlock-fenced",
             "del-unlock",
             "get-then-del",
             "renew-without-owner-check",
@@ -628,6 +629,8 @@ fn every_mutant_is_registered_after_the_reference_in_order() {
             "late-renewal",
             "fixed-backoff",
             "process-wide-token",
+            "redlock",
+            "redlock-half-quorum",
         ]
     );
     for protocol in &protocols {

@@ -110,7 +110,7 @@ fn a_passing_own_lock_asserts_quietly_and_replay_refuses_bad_names() {
     assert_eq!(sweep.failures_text(), "");
     assert!(sweep
         .verdict_line()
-        .starts_with("team-lock: 13/13 scenarios held"));
+        .starts_with("team-lock: 17/17 scenarios held"));
 
     assert!(matches!(
         replay("no-such-scenario", None, team_lock(), 0),

@@ -23,6 +23,11 @@ mod late_unlock;
 mod lost_acquire_reply;
 mod mutual_exclusion;
 mod redis_unavailable;
+mod redlock_clock_jump;
+mod redlock_master_restart;
+mod redlock_minority_partition;
+mod redlock_pause;
+pub mod redlock_sides;
 mod renewal_limits;
 mod stale_worker_pause;
 
@@ -37,6 +42,10 @@ pub use late_unlock::LateUnlock;
 pub use lost_acquire_reply::LostAcquireReply;
 pub use mutual_exclusion::MutualExclusion;
 pub use redis_unavailable::RedisUnavailable;
+pub use redlock_clock_jump::RedlockClockJump;
+pub use redlock_master_restart::RedlockMasterRestart;
+pub use redlock_minority_partition::RedlockMinorityPartition;
+pub use redlock_pause::RedlockPause;
 pub use renewal_limits::RenewalLimits;
 pub use stale_worker_pause::StaleWorkerPause;
 
@@ -56,6 +65,10 @@ pub fn all() -> Vec<Arc<dyn Scenario>> {
         Arc::new(FailoverCounterRegression),
         Arc::new(HotspotLoad::default()),
         Arc::new(ConcurrentJobs),
+        Arc::new(RedlockClockJump::default()),
+        Arc::new(RedlockMasterRestart::default()),
+        Arc::new(RedlockPause::default()),
+        Arc::new(RedlockMinorityPartition::default()),
     ]
 }
 

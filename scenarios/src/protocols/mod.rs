@@ -21,6 +21,7 @@ pub mod no_ttl;
 pub mod patch;
 pub mod process_wide_token;
 pub mod redis_counter_fences;
+pub mod redlock;
 pub mod reference;
 pub mod renew_without_owner_check;
 pub mod set_without_nx;
@@ -41,6 +42,7 @@ pub use no_fence_check::NoFenceCheck;
 pub use no_ttl::NoTtl;
 pub use process_wide_token::ProcessWideToken;
 pub use redis_counter_fences::RedisCounterFences;
+pub use redlock::{Redlock, RedlockFenced, RedlockHalfQuorum};
 pub use reference::{Reference, ReferenceSession, ReferenceSteps, ReferenceWorker};
 pub use renew_without_owner_check::RenewWithoutOwnerCheck;
 pub use set_without_nx::SetWithoutNx;
@@ -55,6 +57,7 @@ pub fn all() -> Vec<Arc<dyn Protocol>> {
     vec![
         Arc::new(Reference),
         Arc::new(ReferenceSteps),
+        Arc::new(RedlockFenced),
         Arc::new(DelUnlock),
         Arc::new(GetThenDel),
         Arc::new(RenewWithoutOwnerCheck),
@@ -71,6 +74,8 @@ pub fn all() -> Vec<Arc<dyn Protocol>> {
         Arc::new(LateRenewal),
         Arc::new(FixedBackoff),
         Arc::new(ProcessWideToken),
+        Arc::new(Redlock),
+        Arc::new(RedlockHalfQuorum),
     ]
 }
 

@@ -1,0 +1,96 @@
+//! What the Redlock scenarios share: a world of N independent masters and
+//! the partitions that split workers between them.
+//!
+//! The debate over Redlock (Kleppmann's "How to do distributed locking",
+//! antirez's "Is Redlock safe?") is told with two clients that each reach a
+//! different set of masters, overlapping in one: the first reaches the
+//! masters `0..q` (q = N/2 + 1, a bare majority), the second the masters
+//! `q-1..N` (a bare majority too), and master `q-1` — the one both reach —
+//! is where a fault (a clock jump, a restart that forgets) lets the second
+//! gather its majority while the first still holds its own. With N = 5:
+//! A B C | C D E, the example of the debate.
+//!
+//! Locks kept on master 0 alone run these scenarios too (the other masters
+//! are bystanders for them): nothing here waits for a worker to hold the
+//! lock except on master 0's side, so they run to the end and must pass.
+
+use std::ops::Range;
+
+use crate::scenario::{ScenarioError, Setup};
+use crate::stage::Stage;
+use crate::world::Fault;
+
+use super::STEP_MS_MAX;
+
+/// The masters a Redlock scenario runs with unless told otherwise: five,
+/// as in the debate (three is the smallest that has a majority to split).
+pub const MASTERS_DEFAULT: usize = 5;
+
+/// Masters a lock needs to be held: a strict majority.
+pub fn quorum(masters: usize) -> usize {
+    masters / 2 + 1
+}
+
+/// The masters the first client reaches: a bare majority, `0..q`.
+pub fn first_side(masters: usize) -> Range<usize> {
+    0..quorum(masters)
+}
+
+/// The masters the second client reaches: a bare majority, `q-1..N`,
+/// sharing master `q-1` with the first.
+pub fn second_side(masters: usize) -> Range<usize> {
+    quorum(masters) - 1..masters
+}
+
+/// The setup of a Redlock scenario: `masters` independent masters (no
+/// replica), `workers` workers, the default lease.
+pub fn setup(masters: usize, workers: usize) -> Setup {
+    assert!(masters >= 3, "a majority to split needs three masters");
+    Setup {
+        workers,
+        masters,
+        ..Setup::default()
+    }
+}
+
+/// Cuts `worker` off every master of `0..masters` outside `reach`.
+pub fn reach_only(
+    stage: &mut Stage<'_>,
+    worker: usize,
+    masters: usize,
+    reach: Range<usize>,
+) -> Result<(), ScenarioError> {
+    for master in (0..masters).filter(|m| !reach.contains(m)) {
+        stage.fault(Fault::OnMaster {
+            master,
+            fault: Box::new(Fault::PartitionRedis(worker)),
+        })?;
+    }
+    Ok(())
+}
+
+/// Heals what [`reach_only`] cut.
+pub fn reach_all(
+    stage: &mut Stage<'_>,
+    worker: usize,
+    masters: usize,
+    reach: Range<usize>,
+) -> Result<(), ScenarioError> {
+    for master in (0..masters).filter(|m| !reach.contains(m)) {
+        stage.fault(Fault::OnMaster {
+            master,
+            fault: Box::new(Fault::HealRedis(worker)),
+        })?;
+    }
+    Ok(())
+}
+
+/// Lets time pass until `worker` is done or a script step's bound passes:
+/// a lock that cannot make progress here (one kept on master 0 alone, cut
+/// off it) is not stuck, only waiting for the heal that follows.
+pub fn until_done_or_bound(stage: &mut Stage<'_>, worker: usize) -> Result<(), ScenarioError> {
+    stage.run_until(STEP_MS_MAX / 4, |s| {
+        s.phase(worker) == crate::driver::Phase::Done
+    })?;
+    Ok(())
+}
