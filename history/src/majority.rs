@@ -39,7 +39,7 @@ pub fn majority_view(log: &[OwnershipRecord], masters: &[String]) -> Vec<Ownersh
     let mut majority: BTreeMap<&str, &str> = BTreeMap::new();
     let mut view = Vec::new();
     for record in log {
-        if !masters.iter().any(|m| *m == record.server) {
+        if !masters.contains(&record.server) {
             continue;
         }
         let key = record.key.as_str();
