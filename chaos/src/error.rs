@@ -142,6 +142,15 @@ pub enum ChaosError {
         workers: usize,
     },
 
+    /// A Redis master index outside the topology.
+    #[error("master {master} does not exist (the topology has {masters})")]
+    NoSuchMaster {
+        /// The index asked for.
+        master: usize,
+        /// How many masters there are.
+        masters: usize,
+    },
+
     /// The Toxiproxy API refused or failed a request.
     #[error("toxiproxy {operation}: {message}")]
     Toxiproxy {

@@ -1,4 +1,5 @@
-//! redfence's real-server world: Redis (primary + replica) and PostgreSQL
+//! redfence's real-server world: Redis (primary + replica, and up to six
+//! more independent masters on demand) and PostgreSQL
 //! provisioned as containers, local processes or external servers, with a
 //! Toxiproxy-compatible proxy per worker and per path, so faults hit one
 //! worker's traffic, and with real failover.
@@ -38,5 +39,5 @@ pub mod wait;
 
 pub use config::{ChaosConfig, FailoverKind, Images, ProviderKind, ToxiproxyChoice};
 pub use error::{ChaosError, Result};
-pub use provider::{last_started, RedisNode, ServerInfo, Servers};
+pub use provider::{last_started, RedisNode, ServerInfo, Servers, MASTERS_MAX};
 pub use topology::{replica_proxy_name, NodeTape, Path, PrimaryWatch, RealCluster};

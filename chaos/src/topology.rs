@@ -6,11 +6,22 @@
 //!  worker i ──▶ proxy w{i}-postgres ──▶ PostgreSQL      │
 //!                                                       ▼
 //!  Redis replica ──▶ proxy replication ──▶ Redis primary (REPLICAOF)
+//!
+//!  worker i ──▶ proxy w{i}-redis-{m} ───▶ Redis master m (m = 1.., optional)
 //! ```
 //!
 //! One proxy per worker and path, so a fault hits one worker's traffic; one
-//! proxy on the replication link, so replication can be cut. Faults are
-//! Toxiproxy operations (the embedded server unless configured otherwise):
+//! proxy on the replication link, so replication can be cut. A topology may
+//! run up to [`MASTERS_MAX`] independent Redis masters
+//! ([`RealCluster::start_with_masters`]), for locks that span several
+//! (Redlock): master 0 is the primary above (its replica stays its own),
+//! masters 1.. are servers of their own with no replica and no replication,
+//! each with its `MONITOR` recorder and one proxy per worker
+//! ([`Path::Master`]). Every Redis fault below that is not about
+//! replication also hits one master alone (`*_master`, the path's faults
+//! through [`Path::Master`]); master 0 is whichever node serves the
+//! primary's role now. Faults are Toxiproxy operations (the embedded server
+//! unless configured otherwise):
 //!
 //! | operation | how |
 //! |---|---|
@@ -18,7 +29,8 @@
 //! | drop replies | `timeout` toxic downstream, 0 ms: requests arrive and run, replies vanish |
 //! | restore replies | toxic removed, then the proxy bounced: a connection that lost a reply is out of step for good, so it is closed and clients reconnect |
 //! | latency | `latency` toxics on both streams (each way, as in the simulation) |
-//! | stop / restart Redis | the current primary's process or container stopped / started, empty (the workers' proxies refuse connections while it starts, until its recorder is attached) |
+//! | stop / restart Redis | the current primary's (or master m's) process or container killed / started, empty or from its own last snapshot (the workers' proxies to it refuse connections while it starts, until its recorder is attached) |
+//! | snapshot / clock jump | `BGSAVE` / every key's lifetime cut at once, on the primary or on master m |
 //! | cut / restore replication | the replication proxy disabled / enabled |
 //! | fail over (scripted, the default) | primary stopped, `REPLICAOF NO ONE` on the replica, every worker's Redis proxy re-pointed at it |
 //! | fail over (`REDFENCE_FAILOVER=sentinel`) | primary stopped; three Sentinels mark it down and promote the replica; each worker finds the new master through Sentinel and reaches it through its own proxy for that node (see below) |
@@ -49,7 +61,7 @@ use crate::config::{ChaosConfig, FailoverKind, ProviderKind, ToxiproxyChoice};
 use crate::error::{ChaosError, Result};
 use crate::faults::{Stream, ToxicSpec, Toxiproxy};
 use crate::monitor::{self, Mark, Recorder, Snapshot, Tape};
-use crate::provider::{RedisNode, Servers};
+use crate::provider::{RedisNode, Servers, MASTERS_MAX};
 use crate::sentinel::{self, AddressMap, Announcements, FailoverStory};
 use crate::toxiproxy::EmbeddedToxiproxy;
 use crate::wait::{until_ready, Probe};
@@ -58,29 +70,48 @@ use crate::wait::{until_ready, Probe};
 pub const REPLICATION_TIMEOUT_MS: u64 = 30_000;
 /// Timeout of one orchestration Redis command (not a worker's).
 const ADMIN_COMMAND_TIMEOUT_MS: u64 = 5_000;
-/// Most workers one topology gets (two proxies each, each a port).
+/// Most workers one topology gets (two proxies each, one more per extra
+/// master, each a port).
 pub const WORKERS_MAX: usize = 64;
 
 /// One worker's path: to Redis or to the store.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Path {
-    /// Worker ↔ Redis (follows failover).
+    /// Worker ↔ Redis (follows failover): master 0.
     Redis,
     /// Worker ↔ PostgreSQL.
     Postgres,
+    /// Worker ↔ independent Redis master `m`; `Master(0)` is [`Path::Redis`].
+    Master(usize),
 }
 
 impl Path {
-    fn suffix(self) -> &'static str {
+    /// The path to Redis master `master` (0: [`Path::Redis`]).
+    pub fn master(master: usize) -> Self {
+        if master == 0 {
+            Self::Redis
+        } else {
+            Self::Master(master)
+        }
+    }
+
+    /// Whether this is the path to the primary (master 0).
+    fn is_primary(self) -> bool {
+        matches!(self, Self::Redis | Self::Master(0))
+    }
+
+    fn suffix(self) -> String {
         match self {
-            Self::Redis => "redis",
-            Self::Postgres => "postgres",
+            Self::Redis | Self::Master(0) => "redis".to_owned(),
+            Self::Postgres => "postgres".to_owned(),
+            // The same spelling as the simulation's host `redis-{m}`.
+            Self::Master(m) => format!("redis-{m}"),
         }
     }
 }
 
-/// The name of a worker's proxy on a path (`w0-redis`): the worker's one
-/// spelling, then the path.
+/// The name of a worker's proxy on a path (`w0-redis`, `w0-redis-2`): the
+/// worker's one spelling, then the path.
 pub fn proxy_name(worker: usize, path: Path) -> String {
     format!(
         "{}-{}",
@@ -122,7 +153,7 @@ struct State {
     servers: Servers,
     primary: RedisNode,
     /// Which nodes are stopped now (indexed by [`RedisNode::index`]).
-    stopped: [bool; 2],
+    stopped: Vec<bool>,
 }
 
 /// What a node's `MONITOR` recorder holds at the end of a run (see
@@ -138,7 +169,16 @@ pub struct NodeTape {
     pub end: Option<(i64, Snapshot)>,
 }
 
-/// Redis primary + replica and PostgreSQL behind per-worker proxies.
+/// One worker's proxies: where it dials each path.
+struct WorkerListens {
+    redis: String,
+    postgres: String,
+    /// To masters 1.. (index `m - 1`).
+    masters: Vec<String>,
+}
+
+/// Redis primary + replica (+ independent masters) and PostgreSQL behind
+/// per-worker proxies.
 pub struct RealCluster {
     state: Mutex<State>,
     /// The embedded Toxiproxy server, if we run one (kept for its drop).
@@ -147,9 +187,12 @@ pub struct RealCluster {
     provider: ProviderKind,
     run_id: String,
     workers: usize,
-    /// Listen address of each worker's proxies: `[redis, postgres]`.
-    listens: Vec<[String; 2]>,
-    redis_addrs: [Option<String>; 2],
+    /// Listen address of each worker's proxies.
+    listens: Vec<WorkerListens>,
+    /// How many Redis masters (the primary included).
+    masters: usize,
+    /// Direct address of each node (indexed by [`RedisNode::index`]).
+    redis_addrs: Vec<Option<String>>,
     postgres_url: String,
     worker_postgres_urls: Vec<String>,
     /// Set the moment a failover starts re-pointing the workers' proxies at
@@ -157,7 +200,7 @@ pub struct RealCluster {
     replica_serves: Arc<AtomicBool>,
     /// One `MONITOR` recorder per node (indexed by [`RedisNode::index`]):
     /// the Redis-side truth (`monitor.rs`).
-    recorders: [Recorder; 2],
+    recorders: Vec<Recorder>,
     /// Sentinel, when it decides failovers.
     sentinel: Option<SentinelSide>,
 }
@@ -328,6 +371,18 @@ impl RealCluster {
     /// Builds a cluster for `workers` workers: servers, proxies, replication
     /// through its proxy, the database with the core's migrations.
     pub async fn start_with(config: &ChaosConfig, workers: usize) -> Result<Self> {
+        Self::start_with_masters(config, workers, 1).await
+    }
+
+    /// [`Self::start_with`] with `masters` independent Redis masters (1 to
+    /// [`MASTERS_MAX`]; the primary is master 0): masters 1.. are servers of
+    /// their own, each recorded and behind one proxy per worker. Refused by
+    /// the external provider (its servers are not ours to add to).
+    pub async fn start_with_masters(
+        config: &ChaosConfig,
+        workers: usize,
+        masters: usize,
+    ) -> Result<Self> {
         if workers == 0 || workers > WORKERS_MAX {
             return Err(ChaosError::BadConfig {
                 var: "workers",
@@ -335,7 +390,27 @@ impl RealCluster {
                 expected: "1 to 64 workers",
             });
         }
-        let servers = Servers::start(config).await?;
+        if masters == 0 || masters > MASTERS_MAX {
+            return Err(ChaosError::BadConfig {
+                var: "masters",
+                value: masters.to_string(),
+                expected: "1 to 7 Redis masters",
+            });
+        }
+        if masters > 1 && config.provider == Some(ProviderKind::External) {
+            return Err(ChaosError::Unsupported {
+                operation: "several Redis masters",
+                provider: "external",
+                why: "its servers are not ours to add to; use containers or local",
+            });
+        }
+        let mut servers = Servers::start(config).await?;
+        for master in 1..masters {
+            if let Err(error) = servers.start_master(config, master).await {
+                servers.shutdown().await;
+                return Err(error);
+            }
+        }
         let (embedded, toxiproxy) = match &config.toxiproxy {
             ToxiproxyChoice::Embedded => {
                 let server = EmbeddedToxiproxy::start()?;
@@ -360,10 +435,17 @@ impl RealCluster {
             }
         };
         toxiproxy.version().await?;
-        let redis_addrs = [
-            servers.redis_addr(RedisNode::Primary),
-            servers.redis_addr(RedisNode::Replica),
-        ];
+        // Primary, replica, then masters 1.. ([`RedisNode::index`] order).
+        let redis_addrs: Vec<Option<String>> = (0..masters + 1)
+            .map(|index| servers.redis_addr(RedisNode::at(index)))
+            .collect();
+        let mut master_addrs = Vec::with_capacity(masters - 1);
+        for master in 1..masters {
+            let node = RedisNode::Master(master);
+            master_addrs.push(redis_addrs[node.index()].clone().ok_or_else(|| {
+                ChaosError::toxiproxy("setup", format!("no address for {}", node.name()))
+            })?);
+        }
         let primary = redis_addrs[0].clone().ok_or_else(|| {
             ChaosError::toxiproxy("setup", "the provider gave no Redis primary address")
         })?;
@@ -374,9 +456,10 @@ impl RealCluster {
         // Recording starts before any proxy exists, so no worker command
         // can precede it; what an external server already holds is read
         // into the tape first.
-        let recorders = [Recorder::new(), Recorder::new()];
-        for node in [RedisNode::Primary, RedisNode::Replica] {
-            if let Some(addr) = &redis_addrs[node.index()] {
+        let recorders: Vec<Recorder> = redis_addrs.iter().map(|_| Recorder::new()).collect();
+        for (index, addr) in redis_addrs.iter().enumerate() {
+            let node = RedisNode::at(index);
+            if let Some(addr) = addr {
                 recorders[node.index()].attach(node.name(), addr).await?;
                 let at_us = monitor::unix_us_now();
                 let snap = read_snapshot(addr, node).await?;
@@ -396,17 +479,27 @@ impl RealCluster {
                     &postgres_addr,
                 )
                 .await?;
-            listens.push([redis.listen, postgres.listen]);
+            let mut to_masters = Vec::with_capacity(master_addrs.len());
+            for (m, addr) in master_addrs.iter().enumerate() {
+                let name = proxy_name(worker, Path::Master(m + 1));
+                let proxy = toxiproxy.create_proxy(&name, "127.0.0.1:0", addr).await?;
+                to_masters.push(proxy.listen);
+            }
+            listens.push(WorkerListens {
+                redis: redis.listen,
+                postgres: postgres.listen,
+                masters: to_masters,
+            });
         }
         let worker_postgres_urls = listens
             .iter()
-            .map(|[_, postgres]| servers.postgres_url_via(postgres))
+            .map(|l| servers.postgres_url_via(&l.postgres))
             .collect();
         let mut cluster = Self {
             state: Mutex::new(State {
                 servers,
                 primary: RedisNode::Primary,
-                stopped: [false; 2],
+                stopped: vec![false; redis_addrs.len()],
             }),
             embedded,
             toxiproxy,
@@ -414,6 +507,7 @@ impl RealCluster {
             run_id,
             workers,
             listens,
+            masters,
             redis_addrs,
             postgres_url,
             worker_postgres_urls,
@@ -527,7 +621,7 @@ impl RealCluster {
         let listens = self.listens.get(worker)?;
         let mut routes = Vec::with_capacity(2);
         if let Some(primary) = &self.redis_addrs[0] {
-            routes.push((primary.clone(), listens[0].clone()));
+            routes.push((primary.clone(), listens.redis.clone()));
         }
         if let (Some(replica), Some(listen)) =
             (&self.redis_addrs[1], side.replica_listens.get(worker))
@@ -587,6 +681,11 @@ impl RealCluster {
         self.workers
     }
 
+    /// How many Redis masters it runs (the primary is master 0).
+    pub fn masters(&self) -> usize {
+        self.masters
+    }
+
     /// The Toxiproxy API in use (for direct `toxiproxy_rust` calls).
     pub fn toxiproxy(&self) -> &Toxiproxy {
         &self.toxiproxy
@@ -603,8 +702,12 @@ impl RealCluster {
             workers: self.workers,
         })?;
         Ok(match path {
-            Path::Redis => &listens[0],
-            Path::Postgres => &listens[1],
+            Path::Redis | Path::Master(0) => &listens.redis,
+            Path::Postgres => &listens.postgres,
+            Path::Master(m) => listens.masters.get(m - 1).ok_or(ChaosError::NoSuchMaster {
+                master: m,
+                masters: self.masters,
+            })?,
         })
     }
 
@@ -616,6 +719,15 @@ impl RealCluster {
     /// `redis://…/` of worker `worker`'s Redis proxy (follows failover).
     pub fn worker_redis_url(&self, worker: usize) -> Result<String> {
         Ok(format!("redis://{}/", self.listen(worker, Path::Redis)?))
+    }
+
+    /// `redis://…/` of worker `worker`'s proxy to Redis master `master`
+    /// (0: [`Self::worker_redis_url`], which follows failover).
+    pub fn worker_master_url(&self, worker: usize, master: usize) -> Result<String> {
+        Ok(format!(
+            "redis://{}/",
+            self.listen(worker, Path::master(master))?
+        ))
     }
 
     /// `postgres://…` of worker `worker`'s store proxy.
@@ -632,9 +744,20 @@ impl RealCluster {
     /// `redis://…/` of a node, directly (ground truth); `None` for an
     /// external setup without a replica.
     pub fn redis_node_url(&self, node: RedisNode) -> Option<String> {
-        self.redis_addrs[node.index()]
+        self.redis_addrs
+            .get(node.index())?
             .as_ref()
             .map(|addr| format!("redis://{addr}/"))
+    }
+
+    /// `redis://…/` of Redis master `master`, directly (ground truth):
+    /// master 0 is the node serving the primary's role now.
+    pub async fn master_url(&self, master: usize) -> Result<String> {
+        let node = {
+            let state = self.state.lock().await;
+            self.master_node(&state, master)?
+        };
+        Ok(format!("redis://{}/", self.node_addr(node)?))
     }
 
     /// A handle on where the workers' Redis traffic goes now, for readers
@@ -654,9 +777,22 @@ impl RealCluster {
         self.state.lock().await.primary
     }
 
+    /// The node that is master `master` now: the current primary for 0.
+    fn master_node(&self, state: &State, master: usize) -> Result<RedisNode> {
+        match master {
+            0 => Ok(state.primary),
+            m if m < self.masters => Ok(RedisNode::Master(m)),
+            _ => Err(ChaosError::NoSuchMaster {
+                master,
+                masters: self.masters,
+            }),
+        }
+    }
+
     fn node_addr(&self, node: RedisNode) -> Result<&str> {
-        self.redis_addrs[node.index()]
-            .as_deref()
+        self.redis_addrs
+            .get(node.index())
+            .and_then(Option::as_deref)
             .ok_or(ChaosError::Unsupported {
                 operation: "replication and failover",
                 provider: "external",
@@ -668,7 +804,7 @@ impl RealCluster {
     /// connections closed, new ones refused).
     pub async fn partition(&self, worker: usize, path: Path) -> Result<()> {
         let proxy = self.serving_proxy(worker, path)?;
-        if let (Some(side), Path::Redis) = (&self.sentinel, path) {
+        if let (Some(side), true) = (&self.sentinel, path.is_primary()) {
             side.partitioned[worker].store(true, Ordering::SeqCst);
         }
         self.toxiproxy.set_enabled(&proxy, false).await
@@ -677,7 +813,7 @@ impl RealCluster {
     /// Ends a partition.
     pub async fn heal(&self, worker: usize, path: Path) -> Result<()> {
         let proxy = self.serving_proxy(worker, path)?;
-        if let (Some(side), Path::Redis) = (&self.sentinel, path) {
+        if let (Some(side), true) = (&self.sentinel, path.is_primary()) {
             side.partitioned[worker].store(false, Ordering::SeqCst);
         }
         self.toxiproxy.set_enabled(&proxy, true).await
@@ -687,7 +823,7 @@ impl RealCluster {
     /// Sentinel, after the failover, its proxy to the promoted replica.
     fn serving_proxy(&self, worker: usize, path: Path) -> Result<String> {
         let proxy = self.proxy(worker, path)?;
-        if path == Path::Redis
+        if path.is_primary()
             && self.sentinel.is_some()
             && self.replica_serves.load(Ordering::SeqCst)
         {
@@ -700,7 +836,7 @@ impl RealCluster {
     /// Redis path).
     fn all_proxies(&self, worker: usize, path: Path) -> Result<Vec<String>> {
         let proxy = self.proxy(worker, path)?;
-        if path == Path::Redis && self.sentinel.is_some() {
+        if path.is_primary() && self.sentinel.is_some() {
             return Ok(vec![proxy, replica_proxy_name(worker)]);
         }
         Ok(vec![proxy])
@@ -768,9 +904,16 @@ impl RealCluster {
     /// Kills the current primary (`kill -9`): what it held is lost, except
     /// what its last [`RealCluster::snapshot_redis`] wrote to disk.
     pub async fn stop_redis(&self) -> Result<()> {
+        self.stop_master(0).await
+    }
+
+    /// Kills Redis master `master` (`kill -9`, 0: the current primary), as
+    /// [`Self::stop_redis`] does the primary: what it held is lost, except
+    /// what its last [`Self::snapshot_master`] wrote to disk.
+    pub async fn stop_master(&self, master: usize) -> Result<()> {
         let mut state = self.state.lock().await;
-        let primary = state.primary;
-        self.stop_node(&mut state, primary).await
+        let node = self.master_node(&state, master)?;
+        self.stop_node(&mut state, node).await
     }
 
     /// Stops `node` and marks its tape once it is down, so every command
@@ -785,10 +928,14 @@ impl RealCluster {
         stopped
     }
 
-    /// The current primary and its direct address, for `operation` on the
-    /// server itself: refused for external servers, which are not ours to
-    /// change.
-    async fn own_primary(&self, operation: &'static str) -> Result<(RedisNode, String)> {
+    /// Master `master` (0: the current primary) and its direct address, for
+    /// `operation` on the server itself: refused for external servers,
+    /// which are not ours to change.
+    async fn own_master(
+        &self,
+        operation: &'static str,
+        master: usize,
+    ) -> Result<(RedisNode, String)> {
         if self.provider == ProviderKind::External {
             return Err(ChaosError::Unsupported {
                 operation,
@@ -796,8 +943,11 @@ impl RealCluster {
                 why: "the servers are not ours to change; use containers or local",
             });
         }
-        let primary = self.state.lock().await.primary;
-        Ok((primary, self.node_addr(primary)?.to_owned()))
+        let node = {
+            let state = self.state.lock().await;
+            self.master_node(&state, master)?
+        };
+        Ok((node, self.node_addr(node)?.to_owned()))
     }
 
     /// `BGSAVE` on the current primary, waited for: its keys as of now are
@@ -805,8 +955,16 @@ impl RealCluster {
     /// exactly the writes made since, as a machine running `redis-server`
     /// with snapshot-only persistence does. Refused for external servers.
     pub async fn snapshot_redis(&self) -> Result<()> {
-        let (primary, addr) = self.own_primary("a Redis snapshot and restart").await?;
-        bgsave(&addr, primary).await
+        self.snapshot_master(0).await
+    }
+
+    /// [`Self::snapshot_redis`] on Redis master `master` (0: the current
+    /// primary): its next restart loads what it held now.
+    pub async fn snapshot_master(&self, master: usize) -> Result<()> {
+        let (node, addr) = self
+            .own_master("a Redis snapshot and restart", master)
+            .await?;
+        bgsave(&addr, node).await
     }
 
     /// Emulates a forward jump of `jump_ms` of the current primary's clock
@@ -820,10 +978,17 @@ impl RealCluster {
     /// libfaketime 0.9.10 makes Debian's redis-server fail at start). What
     /// it does not reproduce: absolute times (`TIME`, `PXAT`) stay right.
     pub async fn emulate_redis_clock_jump(&self, jump_ms: u64) -> Result<()> {
-        let (primary, addr) = self.own_primary("a Redis clock jump").await?;
+        self.emulate_master_clock_jump(0, jump_ms).await
+    }
+
+    /// [`Self::emulate_redis_clock_jump`] on Redis master `master` alone
+    /// (0: the current primary): the other masters' keys keep their
+    /// lifetimes, as only one server's clock jumped.
+    pub async fn emulate_master_clock_jump(&self, master: usize, jump_ms: u64) -> Result<()> {
+        let (node, addr) = self.own_master("a Redis clock jump", master).await?;
         let mut jump = redis::cmd("EVAL");
         jump.arg(CLOCK_JUMP_SCRIPT).arg(0).arg(jump_ms);
-        admin_command::<i64>(&addr, primary, jump).await?;
+        admin_command::<i64>(&addr, node, jump).await?;
         Ok(())
     }
 
@@ -831,8 +996,15 @@ impl RealCluster {
     /// last snapshot, or empty when it took none — and has its recorder
     /// attached again, and told what the server loaded, before returning.
     pub async fn restart_redis(&self) -> Result<()> {
+        self.restart_master(0).await
+    }
+
+    /// [`Self::restart_redis`] for Redis master `master` (0: the current
+    /// primary): from its own last snapshot, or empty; the workers' proxies
+    /// to it are held down until its recorder is attached again.
+    pub async fn restart_master(&self, master: usize) -> Result<()> {
         let mut state = self.state.lock().await;
-        let primary = state.primary;
+        let primary = self.master_node(&state, master)?;
         if !state.stopped[primary.index()] {
             // Running: nothing to start (as the provider does).
             return Ok(());
@@ -845,7 +1017,7 @@ impl RealCluster {
         // fault did not already take down come back once it records.
         let mut held = Vec::with_capacity(self.workers);
         for worker in 0..self.workers {
-            let name = proxy_name(worker, Path::Redis);
+            let name = proxy_name(worker, Path::master(master));
             if self.toxiproxy.proxy(&name).await?.enabled {
                 self.toxiproxy.set_enabled(&name, false).await?;
                 held.push(name);
@@ -1073,10 +1245,11 @@ impl RealCluster {
     /// node is synced (everything it ran before is on its tape), then its
     /// keyspace is read for the end-of-run comparison. Recording stops.
     pub async fn redis_tapes(&self) -> Vec<NodeTape> {
-        let stopped = self.state.lock().await.stopped;
-        let mut tapes = Vec::with_capacity(2);
-        for node in [RedisNode::Primary, RedisNode::Replica] {
-            let Some(addr) = self.redis_addrs[node.index()].as_deref() else {
+        let stopped = self.state.lock().await.stopped.clone();
+        let mut tapes = Vec::with_capacity(self.redis_addrs.len());
+        for (index, addr) in self.redis_addrs.iter().enumerate() {
+            let node = RedisNode::at(index);
+            let Some(addr) = addr.as_deref() else {
                 continue;
             };
             let recorder = &self.recorders[node.index()];

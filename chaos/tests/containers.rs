@@ -175,3 +175,49 @@ async fn the_next_start_reaps_containers_of_dead_runs_only() {
     reaper::remove(&docker, &left[0].0).await.unwrap();
     assert_eq!(containers_of(&run).await, 0);
 }
+
+/// The container provider runs independent masters too: a third master is
+/// a container of its own (with the run's label, so shutdown removes it),
+/// reached through each worker's proxy, holding its own keys, and a crash
+/// and restart of it leaves the primary alone.
+#[tokio::test]
+async fn container_cluster_runs_a_third_master_of_its_own() {
+    let cluster = RealCluster::start_with_masters(&ChaosConfig::containers_local_image(), 1, 3)
+        .await
+        .unwrap_or_else(|e| panic!("container cluster (run scripts/images first): {e}"));
+    let run = cluster.run_id().to_owned();
+    assert_eq!(
+        containers_of(&run).await,
+        5,
+        "primary, replica, postgres and masters 1 and 2"
+    );
+    for master in 0..3 {
+        let url = cluster.worker_master_url(0, master).unwrap();
+        assert_eq!(
+            call(&url, &format!("SET k m{master}")).await.unwrap(),
+            "+OK\r\n"
+        );
+    }
+    let third = cluster.redis_node_url(RedisNode::Master(2)).unwrap();
+    assert_eq!(call(&third, "GET k").await.unwrap(), "$2\r\nm2\r\n");
+
+    cluster.stop_master(2).await.unwrap();
+    assert!(call(&third, "PING").await.is_err(), "master 2 down");
+    let w0 = cluster.worker_redis_url(0).unwrap();
+    assert_eq!(
+        call(&w0, "GET k").await.unwrap(),
+        "$2\r\nm0\r\n",
+        "the primary still serves"
+    );
+    cluster.restart_master(2).await.unwrap();
+    assert_eq!(
+        call(&cluster.worker_master_url(0, 2).unwrap(), "GET k")
+            .await
+            .unwrap(),
+        "$-1\r\n",
+        "master 2 restarted empty"
+    );
+
+    cluster.shutdown().await;
+    assert_eq!(containers_of(&run).await, 0, "every container removed");
+}

@@ -370,3 +370,196 @@ async fn fail_over_promotes_the_replica_and_loses_unreplicated_writes() {
     assert!(cluster.fail_over().await.is_err(), "no second replica");
     cluster.shutdown().await;
 }
+
+/// Three independent masters: each keeps its own keys, and every fault on
+/// master 2 (partition, lost replies, latency, snapshot, crash, restart,
+/// clock jump) reaches master 2 alone — seen through the workers' own
+/// proxies, as a worker sees it — while masters 0 and 1 answer as before.
+#[tokio::test]
+async fn three_masters_keep_their_own_keys_and_a_fault_on_one_stays_there() {
+    let config = redfence_chaos::ChaosConfig::local_from_env().expect("config");
+    let cluster = redfence_chaos::RealCluster::start_with_masters(&config, 2, 3)
+        .await
+        .unwrap_or_else(|e| panic!("local cluster with 3 masters: {e}"));
+    assert_eq!(cluster.masters(), 3);
+    assert!(
+        matches!(
+            cluster.worker_master_url(0, 3),
+            Err(redfence_chaos::ChaosError::NoSuchMaster {
+                master: 3,
+                masters: 3
+            })
+        ),
+        "no fourth master"
+    );
+    let path = |worker: usize, master: usize| cluster.worker_master_url(worker, master).unwrap();
+    assert_eq!(path(0, 0), cluster.worker_redis_url(0).unwrap());
+    let direct = |master: usize| {
+        let node = match master {
+            0 => RedisNode::Primary,
+            m => RedisNode::Master(m),
+        };
+        cluster.redis_node_url(node).unwrap()
+    };
+
+    // Each master its own value of one key, written through worker 0's
+    // proxies, read back through worker 1's and directly.
+    for master in 0..3 {
+        let set = format!("SET k m{master}");
+        assert_eq!(call(&path(0, master), &set).await.unwrap(), "+OK\r\n");
+    }
+    let holds = |master: usize| format!("$2\r\nm{master}\r\n");
+    for master in 0..3 {
+        assert_eq!(
+            call(&path(1, master), "GET k").await.unwrap(),
+            holds(master)
+        );
+        assert_eq!(call(&direct(master), "GET k").await.unwrap(), holds(master));
+    }
+
+    // Partition: worker 0 loses master 2 alone.
+    cluster.partition(0, Path::Master(2)).await.unwrap();
+    let refused = Raw::connect(&path(0, 2)).await.map(|_| ()).unwrap_err();
+    assert_eq!(refused.kind(), std::io::ErrorKind::ConnectionRefused);
+    for (worker, master) in [(0, 0), (0, 1), (1, 2)] {
+        assert_eq!(
+            call(&path(worker, master), "PING").await.unwrap(),
+            "+PONG\r\n",
+            "w{worker} to master {master} unaffected"
+        );
+    }
+    cluster.heal(0, Path::Master(2)).await.unwrap();
+    assert_eq!(call(&path(0, 2), "PING").await.unwrap(), "+PONG\r\n");
+
+    // Lost replies on worker 0's path to master 2: the command runs there.
+    cluster.drop_replies(0, Path::Master(2)).await.unwrap();
+    let mut conn = Raw::connect(&path(0, 2)).await.unwrap();
+    conn.send("SET lost-reply executed").await.unwrap();
+    let silence = conn.reply_within(SILENCE_MS).await;
+    assert_eq!(
+        silence.unwrap_err().kind(),
+        std::io::ErrorKind::TimedOut,
+        "no reply from master 2"
+    );
+    assert_eq!(
+        call(&path(1, 2), "GET lost-reply").await.unwrap(),
+        "$8\r\nexecuted\r\n",
+        "it ran on master 2"
+    );
+    for master in [0, 1] {
+        assert_eq!(
+            call(&path(0, master), "GET lost-reply").await.unwrap(),
+            "$-1\r\n",
+            "master {master} answers worker 0, and never saw the write"
+        );
+    }
+    cluster.restore_replies(0, Path::Master(2)).await.unwrap();
+    assert_eq!(
+        call(&path(0, 2), "GET lost-reply").await.unwrap(),
+        "$8\r\nexecuted\r\n"
+    );
+
+    // Latency on worker 0's path to master 2 alone.
+    cluster.set_latency(0, Path::Master(2), 50).await.unwrap();
+    let slowed = median_ping(&path(0, 2), 3).await;
+    let other = median_ping(&path(0, 1), 3).await;
+    cluster.set_latency(0, Path::Master(2), 0).await.unwrap();
+    assert!(slowed >= Duration::from_millis(100), "{slowed:?}");
+    assert!(other < Duration::from_millis(50), "master 1: {other:?}");
+
+    // Snapshot, crash and restart of master 2: it comes back with what it
+    // held at the snapshot; the others never stopped.
+    assert_eq!(
+        call(&path(0, 2), "SET lock:{saved} a PX 60000")
+            .await
+            .unwrap(),
+        "+OK\r\n"
+    );
+    cluster.snapshot_master(2).await.unwrap();
+    assert_eq!(
+        call(&path(0, 2), "SET lock:{lost} b PX 60000")
+            .await
+            .unwrap(),
+        "+OK\r\n"
+    );
+    cluster.stop_master(2).await.unwrap();
+    assert!(call(&direct(2), "PING").await.is_err(), "master 2 down");
+    let through = call(&path(1, 2), "PING").await;
+    assert!(
+        matches!(through.as_deref(), Ok("") | Err(_)),
+        "no answer via the proxy: {through:?}"
+    );
+    for master in [0, 1] {
+        assert_eq!(
+            call(&path(1, master), "GET k").await.unwrap(),
+            holds(master),
+            "master {master} still up, with its key"
+        );
+    }
+    cluster.restart_master(2).await.unwrap();
+    assert_eq!(
+        call(&path(1, 2), "GET lock:{saved}").await.unwrap(),
+        "$1\r\na\r\n",
+        "the snapshot's lock is back on master 2"
+    );
+    assert_eq!(
+        call(&path(1, 2), "GET lock:{lost}").await.unwrap(),
+        "$-1\r\n",
+        "the lock set after the snapshot is gone"
+    );
+
+    // An emulated clock jump on master 2 shortens its leases only.
+    for master in [1, 2] {
+        assert_eq!(
+            call(&path(0, master), "SET lease x PX 60000")
+                .await
+                .unwrap(),
+            "+OK\r\n"
+        );
+    }
+    cluster.emulate_master_clock_jump(2, 30_000).await.unwrap();
+    let pttl = |reply: String| -> i64 { reply.trim_start_matches(':').trim().parse().unwrap() };
+    let on_2 = pttl(call(&path(0, 2), "PTTL lease").await.unwrap());
+    let on_1 = pttl(call(&path(0, 1), "PTTL lease").await.unwrap());
+    assert!((1..=30_000).contains(&on_2), "master 2 jumped: {on_2}");
+    assert!(on_1 > 50_000, "master 1 did not: {on_1}");
+
+    // Every master has its own tape; master 2's says what it loaded.
+    let tapes = cluster.redis_tapes().await;
+    let nodes: Vec<RedisNode> = tapes.iter().map(|t| t.node).collect();
+    assert_eq!(
+        nodes,
+        [
+            RedisNode::Primary,
+            RedisNode::Replica,
+            RedisNode::Master(1),
+            RedisNode::Master(2)
+        ]
+    );
+    let loaded: Vec<Vec<String>> = tapes[3]
+        .tape
+        .entries
+        .iter()
+        .filter_map(|e| match e {
+            redfence_chaos::monitor::TapeEntry::Mark {
+                mark: redfence_chaos::monitor::Mark::Loaded(snap),
+                ..
+            } => Some(
+                snap.strings
+                    .iter()
+                    .map(|(key, _, _)| String::from_utf8_lossy(key).into_owned())
+                    .collect(),
+            ),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(loaded.len(), 2, "at the start and at the restart");
+    assert!(loaded[0].is_empty(), "started empty: {loaded:?}");
+    assert!(
+        loaded[1].contains(&"lock:{saved}".to_owned())
+            && !loaded[1].contains(&"lock:{lost}".to_owned()),
+        "{loaded:?}"
+    );
+    assert!(tapes.iter().all(|t| t.tape.gaps.is_empty()));
+    cluster.shutdown().await;
+}

@@ -692,65 +692,211 @@ fn a_worker_clock_jumps_and_drifts_in_both_worlds() {
     }
 }
 
-/// Several independent masters: in the simulation each worker gets one
-/// path per master and a fault reaches one master alone; the real world
-/// (one master so far) refuses the layout, before it starts a server.
+/// `command` sent by worker `worker` on each of `masters` (its paths to
+/// them, in that order); returns how many paths the worker had.
+fn send_on_masters(
+    world: &mut dyn redfence_scenarios::world::World,
+    worker: usize,
+    masters: &[usize],
+    command: &[&str],
+) -> usize {
+    let command: Vec<String> = command.iter().map(|a| a.to_string()).collect();
+    let masters = masters.to_vec();
+    let done: Arc<Mutex<Option<usize>>> = Arc::default();
+    let flag = done.clone();
+    let job = move |env: WorkerEnv| -> redfence_scenarios::world::WorkerFuture {
+        Box::pin(async move {
+            for master in masters {
+                let mut path = env.masters[master].clone();
+                let mut cmd = redis::cmd(&command[0]);
+                for arg in &command[1..] {
+                    cmd.arg(arg);
+                }
+                let _: redis::RedisResult<redis::Value> = cmd.query_async(&mut path).await;
+            }
+            *flag.lock().expect("lock") = Some(env.masters.len());
+        })
+    };
+    world.spawn_worker(worker, Box::new(job)).expect("spawn");
+    let deadline_ms = world.now_ms() + 5_000;
+    // Bounded by the deadline.
+    while done.lock().expect("lock").is_none() && world.now_ms() < deadline_ms {
+        world.run_for(5).expect("run");
+    }
+    let paths = *done.lock().expect("lock");
+    paths.expect("the commands were sent in time")
+}
+
+/// Several independent masters, the same in both worlds: `a` takes the
+/// lock on all three masters, master 2 takes a snapshot, `b` overwrites
+/// the key on masters 1 and 2 (so `b` holds the majority), and master 2
+/// alone is killed and restarted from its snapshot (which had `a`). Each
+/// master's own log and the majority view agree between the simulation and
+/// real servers: `a`'s majority, handed over to `b`, lost with master 2's
+/// crash (one copy of three), `a`'s again once master 2 is back. In the
+/// real world a peek from inside a worker answers what a strict majority
+/// holds at each step.
 #[test]
-fn several_masters_run_in_the_simulation_and_the_real_world_refuses_them_up_front() {
+fn a_fault_on_one_master_of_three_gives_the_same_majority_view_in_both_worlds() {
+    use redfence_history::majority::{majority_view, MAJORITY_SERVER};
     use redfence_scenarios::history::OwnershipChange;
     use redfence_scenarios::sim_world::SimWorlds;
     let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let spec = WorldSpec {
         masters: 3,
+        ..spec(3, false)
+    };
+    let factories: [(&str, Box<dyn WorldFactory>); 2] =
+        [("sim", Box::new(SimWorlds)), ("real", Box::new(worlds()))];
+    let on_master = |master: usize, fault: Fault| Fault::OnMaster {
+        master,
+        fault: Box::new(fault),
+    };
+    let owner = |o: &str| o.to_owned();
+    let (set, overwritten, lost) = (
+        |o: &str| OwnershipChange::Set { owner: owner(o) },
+        |from: &str, to: &str| OwnershipChange::Overwritten {
+            from: owner(from),
+            to: owner(to),
+        },
+        |o: &str| OwnershipChange::Lost { owner: owner(o) },
+    );
+    let masters: Vec<String> = ["redis", "redis-1", "redis-2"].map(String::from).to_vec();
+    for (name, factory) in factories {
+        let mut world = factory.build(&spec).expect("a world");
+        assert_eq!(world.masters(), 3, "{name}");
+        // Real world: worker 2 peeks (the whole-worker level's handle)
+        // until told to stop; each fresh value is what it read after the
+        // step before.
+        let peeked: Arc<Mutex<Option<Option<String>>>> = Arc::default();
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        if name == "real" {
+            let peek = world.peeker(3);
+            let (slot, stop) = (peeked.clone(), stop.clone());
+            let job = move |_env: WorkerEnv| -> redfence_scenarios::world::WorkerFuture {
+                Box::pin(async move {
+                    /// Peeks the job makes at most (5 ms apart: ~20 s).
+                    const PEEKS_MAX: usize = 4_000;
+                    for _ in 0..PEEKS_MAX {
+                        if stop.load(std::sync::atomic::Ordering::SeqCst) {
+                            break;
+                        }
+                        let value = peek.get("lock:{p}").await;
+                        *slot.lock().expect("lock") = Some(value);
+                        tokio::time::sleep(Duration::from_millis(5)).await;
+                    }
+                })
+            };
+            world
+                .spawn_worker(2, Box::new(job))
+                .expect("spawn the peeker");
+        }
+        let majority_now = |world: &mut dyn redfence_scenarios::world::World| {
+            *peeked.lock().expect("lock") = None;
+            let deadline_ms = world.now_ms() + 2_000;
+            // Bounded by the deadline.
+            while peeked.lock().expect("lock").is_none() && world.now_ms() < deadline_ms {
+                world.run_for(5).expect("run");
+            }
+            peeked.lock().expect("lock").clone().expect("a fresh peek")
+        };
+
+        let paths = send_on_masters(
+            world.as_mut(),
+            0,
+            &[0, 1, 2],
+            &["SET", "lock:{p}", "a", "NX", "PX", "60000"],
+        );
+        assert_eq!(paths, 3, "{name}: one path per master");
+        world
+            .inject(&on_master(2, Fault::SnapshotRedis))
+            .expect("snapshot master 2");
+        send_on_masters(
+            world.as_mut(),
+            1,
+            &[1, 2],
+            &["SET", "lock:{p}", "b", "PX", "60000"],
+        );
+        if name == "real" {
+            assert_eq!(majority_now(world.as_mut()).as_deref(), Some("b"));
+        }
+        world
+            .inject(&on_master(2, Fault::StopRedis))
+            .expect("stop master 2");
+        if name == "real" {
+            assert_eq!(
+                majority_now(world.as_mut()),
+                None,
+                "a on master 0, b on master 1: no majority"
+            );
+        }
+        world
+            .inject(&on_master(2, Fault::RestartRedis))
+            .expect("restart master 2");
+        world.run_for(50).expect("run");
+        if name == "real" {
+            assert_eq!(majority_now(world.as_mut()).as_deref(), Some("a"));
+            stop.store(true, std::sync::atomic::Ordering::SeqCst);
+            world.run_for(20).expect("run");
+        }
+        assert!(
+            world
+                .fault_words(&on_master(2, Fault::StopRedis))
+                .contains("master 2"),
+            "{name}: the words say which master"
+        );
+
+        let truth = world.truth("lock:{p}", "p").expect("truth");
+        let log = truth
+            .redis
+            .unwrap_or_else(|| panic!("{name}: a log: {:?}", truth.redis_gap));
+        let of = |server: &str| -> Vec<OwnershipChange> {
+            log.iter()
+                .filter(|r| r.server == server && r.key == "lock:{p}")
+                .map(|r| r.change.clone())
+                .collect()
+        };
+        assert_eq!(of("redis"), [set("a")], "{name}: master 0 untouched");
+        assert_eq!(
+            of("redis-1"),
+            [set("a"), overwritten("a", "b")],
+            "{name}: master 1"
+        );
+        assert_eq!(
+            of("redis-2"),
+            [set("a"), overwritten("a", "b"), lost("b"), set("a")],
+            "{name}: master 2 crashed and came back from its snapshot"
+        );
+        let lock_log: Vec<_> = log.into_iter().filter(|r| r.key == "lock:{p}").collect();
+        // A crashed master's copy counts for its holder until the master
+        // comes back: here its snapshot's `a` replaces `b` at the restart.
+        let view = majority_view(&lock_log, &masters, &[], 60_000);
+        assert!(view.iter().all(|r| r.server == MAJORITY_SERVER));
+        assert_eq!(
+            view.into_iter().map(|r| r.change).collect::<Vec<_>>(),
+            [set("a"), overwritten("a", "b"), overwritten("b", "a")],
+            "{name}: the majority view"
+        );
+    }
+}
+
+/// The external provider's servers are not ours to add to: several masters
+/// are refused before anything starts (no server is needed to see it).
+#[test]
+fn the_external_provider_refuses_several_masters_up_front() {
+    let mut config = redfence_chaos::ChaosConfig::local_from_env().expect("config");
+    config.provider = Some(redfence_chaos::ProviderKind::External);
+    let spec = WorldSpec {
+        masters: 3,
         ..spec(1, false)
     };
-    let mut world = SimWorlds.build(&spec).expect("a simulated world");
-    let paths: Arc<Mutex<usize>> = Arc::default();
-    let seen = paths.clone();
-    let job = move |env: WorkerEnv| -> redfence_scenarios::world::WorkerFuture {
-        Box::pin(async move {
-            *seen.lock().expect("lock") = env.masters.len();
-            for mut master in env.masters.clone() {
-                let _: redis::RedisResult<redis::Value> = redis::cmd("SET")
-                    .arg("lock:{p}")
-                    .arg("a")
-                    .arg("PX")
-                    .arg(60_000)
-                    .query_async(&mut master)
-                    .await;
-            }
-        })
-    };
-    world.spawn_worker(0, Box::new(job)).expect("spawn");
-    world.run_for(200).expect("run");
-    assert_eq!(*paths.lock().expect("lock"), 3, "one path per master");
-    let stop = Fault::OnMaster {
-        master: 2,
-        fault: Box::new(Fault::StopRedis),
-    };
-    world.inject(&stop).expect("stop master 2");
-    let truth = world.truth("lock:{p}", "p").expect("truth");
-    let log = truth.redis.expect("a log");
-    let of = |server: &str| -> Vec<OwnershipChange> {
-        log.iter()
-            .filter(|r| r.server == server)
-            .map(|r| r.change.clone())
-            .collect()
-    };
-    let set = OwnershipChange::Set {
-        owner: "a".to_owned(),
-    };
-    let lost = OwnershipChange::Lost {
-        owner: "a".to_owned(),
-    };
-    assert_eq!(of("redis"), vec![set.clone()], "master 0 untouched");
-    assert_eq!(of("redis-1"), vec![set.clone()], "master 1 untouched");
-    assert_eq!(of("redis-2"), vec![set, lost], "master 2 crashed");
-
-    match worlds().build(&spec) {
-        Err(WorldError::Unsupported { what, .. }) => assert_eq!(what, "3 Redis masters"),
+    match RealWorlds::new(config).build(&spec) {
+        Err(WorldError::Unsupported { what, why }) => {
+            assert_eq!(what, "3 Redis masters");
+            assert!(why.contains("external"), "{why}");
+        }
         Err(other) => panic!("refused for the wrong reason: {other}"),
-        Ok(_) => panic!("the real world cannot run 3 masters yet"),
+        Ok(_) => panic!("the external provider cannot add masters"),
     }
 }
 

@@ -1,5 +1,6 @@
-//! The container provider: Redis primary, replica and PostgreSQL as Docker
-//! containers through testcontainers (plain `GenericImage`).
+//! The container provider: Redis primary, replica (and, on demand, further
+//! independent masters) and PostgreSQL as Docker containers through
+//! testcontainers (plain `GenericImage`).
 //!
 //! Containers share the host's network namespace (`--network host`) and
 //! bind 127.0.0.1 only: every byte of test traffic — workers to proxies,
@@ -130,7 +131,8 @@ struct Slot {
 pub struct ContainerServers {
     docker: testcontainers::bollard::Docker,
     run_id: String,
-    redis: [Slot; 2],
+    /// Per node, in `RedisNode::index` order.
+    redis: Vec<Slot>,
     postgres: Slot,
     /// Sentinels, when the topology asked for them.
     sentinels: Vec<Slot>,
@@ -140,7 +142,10 @@ impl std::fmt::Debug for ContainerServers {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ContainerServers")
             .field("run_id", &self.run_id)
-            .field("redis_ports", &[self.redis[0].port, self.redis[1].port])
+            .field(
+                "redis_ports",
+                &self.redis.iter().map(|r| r.port).collect::<Vec<_>>(),
+            )
             .field("pg_port", &self.postgres.port)
             .finish()
     }
@@ -172,7 +177,7 @@ impl ContainerServers {
         let mut servers = Self {
             docker,
             run_id: run_id.to_owned(),
-            redis: [
+            redis: vec![
                 Slot {
                     name: "redis-primary",
                     port: 0,
@@ -273,6 +278,19 @@ impl ContainerServers {
             }
         })
         .await
+    }
+
+    /// Starts independent master `master` (the next one: masters start in
+    /// order) in a container of its own.
+    pub async fn start_master(&mut self, images: &Images, master: usize) -> Result<()> {
+        let node = RedisNode::Master(master);
+        assert_eq!(self.redis.len(), node.index(), "masters start in order");
+        self.redis.push(Slot {
+            name: node.name(),
+            port: 0,
+            container: None,
+        });
+        self.start_new_redis(images, node).await
     }
 
     async fn start_new_redis(&mut self, images: &Images, node: RedisNode) -> Result<()> {

@@ -1,5 +1,7 @@
-//! The local provider: `redis-server` and `postgres` as child processes on
-//! free loopback ports, all data in one temporary folder.
+//! The local provider: `redis-server` (primary, replica and, on demand,
+//! further independent masters, each with a folder of its own for its
+//! snapshot) and `postgres` as child processes on free loopback ports, all
+//! data in one temporary folder.
 //!
 //! For machines without Docker (and for fast iteration: a cluster starts in
 //! ~2 s, mostly initdb). PostgreSQL refuses to run as root, so when we are
@@ -198,7 +200,8 @@ struct LocalRedis {
 pub struct LocalServers {
     root: PathBuf,
     programs: LocalPrograms,
-    redis: [LocalRedis; 2],
+    /// Per node, in `RedisNode::index` order.
+    redis: Vec<LocalRedis>,
     pg_port: u16,
     pg_child: Option<Child>,
     /// Sentinels, when the topology asked for them.
@@ -209,7 +212,10 @@ impl std::fmt::Debug for LocalServers {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LocalServers")
             .field("root", &self.root)
-            .field("redis_ports", &[self.redis[0].port, self.redis[1].port])
+            .field(
+                "redis_ports",
+                &self.redis.iter().map(|r| r.port).collect::<Vec<_>>(),
+            )
             .field("pg_port", &self.pg_port)
             .finish()
     }
@@ -265,7 +271,7 @@ impl LocalServers {
             LocalRedis::new("redis-primary", &root),
             LocalRedis::new("redis-replica", &root),
         ) {
-            (Ok(primary), Ok(replica)) => [primary, replica],
+            (Ok(primary), Ok(replica)) => vec![primary, replica],
             (Err(e), _) | (_, Err(e)) => {
                 live::delete_folder(&root);
                 return Err(e);
@@ -284,6 +290,15 @@ impl LocalServers {
         }
         servers.start_postgres(database).await?;
         Ok(servers)
+    }
+
+    /// Starts independent master `master` (the next one: masters start in
+    /// order), a `redis-server` of its own with its own folder.
+    pub async fn start_master(&mut self, master: usize) -> Result<()> {
+        let node = RedisNode::Master(master);
+        assert_eq!(self.redis.len(), node.index(), "masters start in order");
+        self.redis.push(LocalRedis::new(node.name(), &self.root)?);
+        self.start_redis_on_free_port(node).await
     }
 
     /// `127.0.0.1:port` of a Redis node.
@@ -577,8 +592,9 @@ impl LocalServers {
                 stop_async(child, libc::SIGTERM).await;
             }
         }
-        for node in [RedisNode::Primary, RedisNode::Replica] {
-            let _ = self.stop_redis(node).await;
+        // Every node: primary, replica and the independent masters.
+        for index in 0..self.redis.len() {
+            let _ = self.stop_redis(RedisNode::at(index)).await;
         }
         if let Some(child) = self.pg_child.take() {
             stop_async(child, libc::SIGINT).await;

@@ -9,8 +9,12 @@
 //! provider gives the same thing: a Redis primary, a Redis replica (not yet
 //! replicating — the topology points it at the primary through a proxy) and
 //! PostgreSQL with an empty database, all on addresses the proxies can reach
-//! on loopback. External servers are checked at start: one that does not
-//! answer is an error naming the server, its address and the variable.
+//! on loopback; containers and local processes also start independent
+//! Redis masters on demand ([`Servers::start_master`], up to
+//! [`MASTERS_MAX`] with the primary: no replica, no replication), which the
+//! external provider refuses. External servers are checked at start: one
+//! that does not answer is an error naming the server, its address and the
+//! variable.
 //!
 //! Each start records what it ran on ([`ServerInfo`]: the provider and the
 //! servers' own versions), readable by the command that reports the run
@@ -33,18 +37,50 @@ use crate::error::{ChaosError, Result};
 /// A Redis server of the topology.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum RedisNode {
-    /// The primary the workers start on.
+    /// The primary the workers start on (master 0).
     Primary,
     /// The replica (of the primary, through the replication proxy), the
     /// failover target.
     Replica,
+    /// Independent master `m` (1 ≤ m < [`MASTERS_MAX`]): no replica, no
+    /// replication, for locks that span several masters (Redlock).
+    Master(usize),
 }
 
+/// Most Redis masters a topology runs, the primary included.
+pub const MASTERS_MAX: usize = 7;
+
+/// Names of the independent masters, by master number (0 is the primary).
+const MASTER_NAMES: [&str; MASTERS_MAX] = [
+    "redis-primary",
+    "redis-master-1",
+    "redis-master-2",
+    "redis-master-3",
+    "redis-master-4",
+    "redis-master-5",
+    "redis-master-6",
+];
+
 impl RedisNode {
+    /// The node's place in per-node tables: primary, replica, then the
+    /// masters 1.. in order.
     pub(crate) fn index(self) -> usize {
         match self {
             Self::Primary => 0,
             Self::Replica => 1,
+            Self::Master(m) => {
+                assert!((1..MASTERS_MAX).contains(&m), "master {m} out of range");
+                1 + m
+            }
+        }
+    }
+
+    /// The node at `index` of per-node tables.
+    pub(crate) fn at(index: usize) -> Self {
+        match index {
+            0 => Self::Primary,
+            1 => Self::Replica,
+            i => Self::Master(i - 1),
         }
     }
 
@@ -53,6 +89,7 @@ impl RedisNode {
         match self {
             Self::Primary => "redis-primary",
             Self::Replica => "redis-replica",
+            Self::Master(m) => MASTER_NAMES[m],
         }
     }
 }
@@ -364,6 +401,7 @@ impl Servers {
             Backend::External(s) => match node {
                 RedisNode::Primary => Some(s.primary.clone()),
                 RedisNode::Replica => s.replica.clone(),
+                RedisNode::Master(_) => None,
             },
         }
     }
@@ -403,6 +441,16 @@ impl Servers {
             Backend::Local(s) => s.start_redis(node).await,
             Backend::Containers(s) => s.start_redis(node).await,
             Backend::External(_) => Err(external_cannot("restarting Redis")),
+        }
+    }
+
+    /// Starts independent Redis master `master` (masters start in order,
+    /// from 1). External servers: refused.
+    pub async fn start_master(&mut self, config: &ChaosConfig, master: usize) -> Result<()> {
+        match &mut self.backend {
+            Backend::Local(s) => s.start_master(master).await,
+            Backend::Containers(s) => s.start_master(&config.images, master).await,
+            Backend::External(_) => Err(external_cannot("several Redis masters")),
         }
     }
 

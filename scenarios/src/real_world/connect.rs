@@ -1,5 +1,6 @@
 //! Connecting one worker's Redis and store paths through its proxies, when
-//! the world starts (so a setup failure is reported before the script runs).
+//! the world starts (so a setup failure is reported before the script runs):
+//! one Redis path per master, each through the worker's own proxy to it.
 
 use std::time::Duration;
 
@@ -31,16 +32,30 @@ pub(super) async fn connect_worker(
     let failed = |what: &str, e: &dyn std::fmt::Display| {
         WorldError::Failed(format!("{}: {what}: {e}", worker_name(index)))
     };
-    let url = cluster.worker_redis_url(index).map_err(chaos_error)?;
-    let client = redis_client(&url).map_err(|e| failed("redis client", &e))?;
-    // With Sentinel the worker asks it for the master on every connect and
-    // dials its own proxy for that node (`redfence_chaos::sentinel`).
-    let redis = Reconnecting::new(client, cluster.worker_address_map(index));
-    // Connected now, so a path that does not work is a setup error.
-    redis
-        .connection()
-        .await
-        .map_err(|e| failed("redis through its proxy", &e))?;
+    // One path per master, master 0's first; every one made as master 0's
+    // is (masters 1.. have no Sentinel: nothing fails them over).
+    let mut redis_paths = Vec::with_capacity(cluster.masters());
+    for master in 0..cluster.masters() {
+        let url = cluster
+            .worker_master_url(index, master)
+            .map_err(chaos_error)?;
+        let client = redis_client(&url).map_err(|e| failed("redis client", &e))?;
+        // With Sentinel the worker asks it for the master on every connect
+        // and dials its own proxy for that node (`redfence_chaos::sentinel`).
+        let sentinel = if master == 0 {
+            cluster.worker_address_map(index)
+        } else {
+            None
+        };
+        let path = Reconnecting::new(client, sentinel);
+        // Connected now, so a path that does not work is a setup error.
+        path.connection()
+            .await
+            .map_err(|e| failed(&format!("redis master {master} through its proxy"), &e))?;
+        redis_paths.push(path);
+    }
+    let redis = redis_paths.remove(0);
+    let masters = redis_paths;
     let pg_url = cluster.worker_postgres_url(index).map_err(chaos_error)?;
     // A warm pool: every statement prepared when a connection opens and no
     // ping before lending one, so a one-statement write or read is one round
@@ -79,6 +94,7 @@ pub(super) async fn connect_worker(
         .map_err(|e| failed("postgres through its proxy", &e))?;
     Ok(WorkerConns {
         redis,
+        masters,
         store: PgFencedStore::from_pool(pool).with_op_timeout(op_timeout),
         store_faulted,
     })

@@ -1,6 +1,8 @@
 //! [`World`] for [`RealWorld`]: spawning workers, letting time pass,
-//! injecting faults through the cluster and its proxies, peeking at Redis,
-//! and reading the ground truth the servers keep.
+//! injecting faults through the cluster and its proxies (on the primary or
+//! on one of several masters), peeking at Redis (with several masters, at
+//! what a strict majority of them holds), and reading the ground truth the
+//! servers keep.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -33,6 +35,10 @@ impl World for RealWorld {
         self.slots.len()
     }
 
+    fn masters(&self) -> usize {
+        self.masters
+    }
+
     fn spawn_worker(&mut self, index: usize, job: WorkerJob) -> Result<(), WorldError> {
         let clock = self.clock();
         let op_timeout = self.op_timeout;
@@ -60,7 +66,10 @@ impl World for RealWorld {
         let env = WorkerEnv {
             index,
             name: worker_name(index),
-            masters: vec![RedisConn::new(conns.redis.clone())],
+            masters: std::iter::once(conns.redis.clone())
+                .chain(conns.masters)
+                .map(RedisConn::new)
+                .collect(),
             redis: RedisConn::new(conns.redis),
             store: Arc::new(store.clone()) as Arc<dyn FencedStore>,
             raw_store: Arc::new(raw_store),
@@ -109,13 +118,27 @@ impl World for RealWorld {
     }
 
     fn fault_words(&self, fault: &Fault) -> String {
-        match *fault {
-            // The report must not pass the emulation off as the real thing.
-            Fault::JumpRedisClock { jump_ms } => format!(
+        // The report must not pass the emulation off as the real thing.
+        let emulated = |jump_ms: u64, server: &str| {
+            format!(
                 "{} (emulated: the real server's clock cannot be moved here, so every \
-                 key's remaining lifetime on it was cut by {jump_ms} ms at once)",
+                 key's remaining lifetime on {server} was cut by {jump_ms} ms at once)",
                 fault.describe()
-            ),
+            )
+        };
+        match fault {
+            Fault::JumpRedisClock { jump_ms } => emulated(*jump_ms, "it"),
+            Fault::OnMaster { master, fault: on } => match **on {
+                Fault::JumpRedisClock { jump_ms } => emulated(
+                    jump_ms,
+                    &format!(
+                        "master {master} ({}) alone",
+                        redfence_sim::world::master_host(*master)
+                    ),
+                ),
+                // `describe` names the master: "stop redis (master 2)".
+                _ => fault.describe(),
+            },
             _ => fault.describe(),
         }
     }
@@ -134,7 +157,11 @@ impl World for RealWorld {
             // proxy's restart closed whatever was open on the path.
             self.slots[w].store_faulted.mark();
         }
-        let closed = match *fault {
+        let (master, redis_fault) = match fault {
+            Fault::OnMaster { master, fault } => (*master, &**fault),
+            other => (0, other),
+        };
+        let closed = match *redis_fault {
             Fault::PartitionRedis(w)
             | Fault::HealRedis(w)
             | Fault::DropRedisReplies(w)
@@ -144,7 +171,7 @@ impl World for RealWorld {
             _ => 0..0,
         };
         // Also after a failed fault: it may have got halfway.
-        self.redis_connections_closed(closed);
+        self.redis_connections_closed(master, closed);
         injected
     }
 
@@ -181,46 +208,38 @@ impl World for RealWorld {
     }
 
     fn peeker(&mut self, masters: usize) -> Peek {
-        // One master: the real world refuses more before it starts.
-        debug_assert_eq!(masters, 1);
-        /// Reads of one peek before it gives up (each within the timeout).
-        const PEEK_ATTEMPTS_MAX: usize = 3;
+        // The masters the lock is kept on (1 for a lock on master 0 alone).
+        let masters = masters.clamp(1, self.masters);
         // Read where the workers' traffic goes at the moment of each peek:
         // a failover re-points the proxies while the stage is still inside
         // it.
         let watch = self.cluster().primary_watch();
-        let cached: Rc<RefCell<Option<(String, MultiplexedConnection)>>> = Rc::default();
+        if masters == 1 {
+            let cached = PeekConn::default();
+            return Peek::new(move |key| {
+                let url = watch.url();
+                let cached = cached.clone();
+                Box::pin(async move { cached.get(url?, &key).await })
+            });
+        }
+        // Several masters: each read directly (never through a worker's
+        // proxy, which a fault may hold), master 0 wherever it serves now.
+        let others: Vec<Option<String>> = (1..masters)
+            .map(|m| self.cluster().redis_node_url(RedisNode::Master(m)))
+            .collect();
+        let cached: Vec<PeekConn> = (0..masters).map(|_| PeekConn::default()).collect();
         Peek::new(move |key| {
-            let url = watch.url();
+            let urls: Vec<Option<String>> =
+                std::iter::once(watch.url()).chain(others.clone()).collect();
             let cached = cached.clone();
             Box::pin(async move {
-                let url = url?;
-                // The reply the worker just got came from this server, so
-                // it is up: a cached connection that broke (a restart, a
-                // failover) is replaced and the read tried again.
-                for _ in 0..PEEK_ATTEMPTS_MAX {
-                    let conn = cached.borrow_mut().take();
-                    let read =
-                        tokio::time::timeout(Duration::from_millis(PEEK_TIMEOUT_MS), async {
-                            let mut conn = match conn {
-                                Some((at, conn)) if at == url => conn,
-                                _ => {
-                                    redis::Client::open(url.as_str())?
-                                        .get_multiplexed_async_connection()
-                                        .await?
-                                }
-                            };
-                            let value: Option<String> =
-                                redis::cmd("GET").arg(&key).query_async(&mut conn).await?;
-                            Ok::<_, redis::RedisError>((conn, value))
-                        })
-                        .await;
-                    if let Ok(Ok((conn, value))) = read {
-                        *cached.borrow_mut() = Some((url, conn));
-                        return value;
+                let mut values = Vec::with_capacity(urls.len());
+                for (url, conn) in urls.into_iter().zip(&cached) {
+                    if let Some(url) = url {
+                        values.push(conn.get(url, &key).await);
                     }
                 }
-                None
+                majority_value(values, cached.len())
             })
         })
     }
@@ -278,16 +297,7 @@ impl RealWorld {
             Fault::JumpRedisClock { jump_ms } => {
                 self.cluster_op(|c| c.emulate_redis_clock_jump(jump_ms))
             }
-            // One master is all the real world runs yet: master 0 is the
-            // primary; any other is refused when the world is built.
-            Fault::OnMaster {
-                master: 0,
-                ref fault,
-            } => self.inject_now(fault),
-            Fault::OnMaster { master, .. } => Err(WorldError::Unsupported {
-                what: fault.describe(),
-                why: format!("the real world runs one Redis master, not master {master}"),
-            }),
+            Fault::OnMaster { master, ref fault } => self.inject_on_master(master, fault),
             Fault::JumpWorkerClock { worker, jump_ms } => {
                 let now_ms = self.now_ms();
                 self.slot(worker)?.clock_error.jump(now_ms, jump_ms);
@@ -311,6 +321,43 @@ impl RealWorld {
                 self.needs_replica(fault)?;
                 self.cluster_op(|c| c.fail_over())
             }
+        }
+    }
+
+    /// A Redis fault on master `master` alone (0: the primary, wherever it
+    /// serves now). Refused as the simulation refuses them: a master that
+    /// does not exist, and faults that are not about one master's server or
+    /// one worker's path to it (replication, failover, workers, the store).
+    fn inject_on_master(&mut self, master: usize, fault: &Fault) -> Result<(), WorldError> {
+        if master >= self.masters {
+            // The simulation's words for it.
+            return Err(WorldError::Failed(format!(
+                "master {master} does not exist (the world has {})",
+                self.masters
+            )));
+        }
+        let path = Path::master(master);
+        match *fault {
+            Fault::PartitionRedis(w) => self.cluster_op(|c| c.partition(w, path)),
+            Fault::HealRedis(w) => self.cluster_op(|c| c.heal(w, path)),
+            Fault::DropRedisReplies(w) => self.cluster_op(|c| c.drop_replies(w, path)),
+            Fault::RestoreRedisReplies(w) => self.cluster_op(|c| c.restore_replies(w, path)),
+            Fault::RedisLatency { worker, latency_ms } => {
+                let latency_ms = u32::try_from(latency_ms).map_err(|_| {
+                    WorldError::Failed(format!("latency {latency_ms} ms is too large"))
+                })?;
+                self.cluster_op(|c| c.set_latency(worker, path, latency_ms))
+            }
+            Fault::StopRedis => self.cluster_op(|c| c.stop_master(master)),
+            Fault::RestartRedis => self.cluster_op(|c| c.restart_master(master)),
+            Fault::SnapshotRedis => self.cluster_op(|c| c.snapshot_master(master)),
+            Fault::JumpRedisClock { jump_ms } => {
+                self.cluster_op(|c| c.emulate_master_clock_jump(master, jump_ms))
+            }
+            ref other => Err(WorldError::Unsupported {
+                what: other.describe(),
+                why: "only a Redis fault can hit one master".to_owned(),
+            }),
         }
     }
 
@@ -386,5 +433,93 @@ impl RealWorld {
             store: Some(store),
             events,
         })
+    }
+}
+
+/// Reads of one peek of one server before it gives up (each within the
+/// timeout).
+const PEEK_ATTEMPTS_MAX: usize = 3;
+
+/// A peek's connection to one server, kept between peeks (a worker peeks
+/// after every command) and replaced when it broke or the server moved.
+#[derive(Clone, Default)]
+struct PeekConn(Rc<RefCell<Option<(String, MultiplexedConnection)>>>);
+
+impl PeekConn {
+    /// `GET key` on the server at `url`; `None` when it is absent or the
+    /// server does not answer.
+    async fn get(&self, url: String, key: &str) -> Option<String> {
+        // The reply the worker just got came from this server, so it is up:
+        // a cached connection that broke (a restart, a failover) is
+        // replaced and the read tried again.
+        for _ in 0..PEEK_ATTEMPTS_MAX {
+            let conn = self.0.borrow_mut().take();
+            let read = tokio::time::timeout(Duration::from_millis(PEEK_TIMEOUT_MS), async {
+                let mut conn = match conn {
+                    Some((at, conn)) if at == url => conn,
+                    _ => {
+                        redis::Client::open(url.as_str())?
+                            .get_multiplexed_async_connection()
+                            .await?
+                    }
+                };
+                let value: Option<String> =
+                    redis::cmd("GET").arg(key).query_async(&mut conn).await?;
+                Ok::<_, redis::RedisError>((conn, value))
+            })
+            .await;
+            if let Ok(Ok((conn, value))) = read {
+                *self.0.borrow_mut() = Some((url, conn));
+                return value;
+            }
+        }
+        None
+    }
+}
+
+/// The value a strict majority of `masters` masters holds, of the values
+/// read (`None` for a key absent or a master down, which count for no
+/// value); `None` when no value has a majority — as the majority view
+/// (`redfence_history::majority`) decides who holds the lock.
+fn majority_value(values: Vec<Option<String>>, masters: usize) -> Option<String> {
+    let mut counts: Vec<(String, usize)> = Vec::new();
+    for value in values.into_iter().flatten() {
+        match counts.iter_mut().find(|(v, _)| *v == value) {
+            Some((_, n)) => *n += 1,
+            None => counts.push((value, 1)),
+        }
+    }
+    counts
+        .into_iter()
+        .find(|(_, n)| *n > masters / 2)
+        .map(|(value, _)| value)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::majority_value;
+
+    #[test]
+    fn the_majority_value_needs_a_strict_majority_of_all_masters() {
+        let of = |vs: &[Option<&str>]| -> Vec<Option<String>> {
+            vs.iter().map(|v| v.map(str::to_owned)).collect()
+        };
+        assert_eq!(
+            majority_value(of(&[Some("a"), Some("a"), Some("b")]), 3),
+            Some("a".to_owned())
+        );
+        assert_eq!(majority_value(of(&[Some("a"), None, Some("b")]), 3), None);
+        // A master down counts against every value, not for one.
+        assert_eq!(majority_value(of(&[Some("a"), Some("b")]), 3), None);
+        assert_eq!(
+            majority_value(of(&[Some("a"), Some("a")]), 3),
+            Some("a".to_owned())
+        );
+        assert_eq!(
+            majority_value(of(&[Some("a"), Some("a"), None, None]), 4),
+            None,
+            "half is not a majority"
+        );
+        assert_eq!(majority_value(of(&[None, None, None]), 3), None);
     }
 }

@@ -35,6 +35,16 @@
 //! always start it); it refuses the replication faults, as the simulation
 //! does without a replica.
 //!
+//! A script may ask for several independent Redis masters
+//! (`WorldSpec::masters`, up to 7, as in the simulation): masters 1.. are
+//! servers of their own (no replica), each recorded and reached by every
+//! worker through a proxy of its own, so [`Fault::OnMaster`] hits one
+//! master, or one worker's path to it, alone. Their records carry the
+//! simulation's host names (`redis`, `redis-1`, …), so the run is judged on
+//! the majority view, and a peek from inside a worker reads every master
+//! and answers what a strict majority holds. The external provider refuses
+//! several masters (its servers are not ours to add to).
+//!
 //! The module is split by concern: `connect` makes a worker's Redis and
 //! store paths, `redis_path` keeps a worker's Redis connection alive across
 //! proxy restarts, `raw_store` is the unchecked store path the mutants use,
@@ -56,7 +66,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use redfence_chaos::{ChaosConfig, ChaosError, RealCluster, RedisNode};
+use redfence_chaos::{ChaosConfig, ChaosError, ProviderKind, RealCluster, RedisNode, MASTERS_MAX};
 use redfence_core::{FreezeSwitch, PgFencedStore};
 use redis::aio::MultiplexedConnection;
 use sqlx::postgres::PgPoolOptions;
@@ -167,6 +177,8 @@ fn chaos_error(error: ChaosError) -> WorldError {
 /// worker takes no time and a setup failure is reported before the script.
 struct WorkerConns {
     redis: Reconnecting,
+    /// To masters 1.. (index `m - 1`), as `redis` is to master 0.
+    masters: Vec<Reconnecting>,
     store: PgFencedStore,
     store_faulted: FaultClock,
 }
@@ -202,10 +214,10 @@ struct Slot {
     /// Taken when the worker is spawned: from then on its job owns them, so
     /// a crash (dropping the job) closes them as a dying process would.
     conns: Option<WorkerConns>,
-    /// The worker's Redis connection, without keeping it alive (a crashed
-    /// worker's connection must close), so a fault that closed it can have
-    /// it replaced at once.
-    redis_link: std::sync::Weak<ReconnectingInner>,
+    /// The worker's Redis connection to each master (master 0 first),
+    /// without keeping it alive (a crashed worker's connection must close),
+    /// so a fault that closed it can have it replaced at once.
+    redis_links: Vec<std::sync::Weak<ReconnectingInner>>,
     task: Option<JoinHandle<()>>,
     /// Shared with armed crash triggers, which fire inside the worker.
     crashed: Arc<AtomicBool>,
@@ -225,6 +237,8 @@ pub struct RealWorld {
     cluster: Option<RealCluster>,
     slots: Vec<Slot>,
     replica: bool,
+    /// How many Redis masters (`WorldSpec::masters`).
+    masters: usize,
     /// Timeout of one store operation on a worker's path.
     op_timeout: Duration,
     /// Direct to PostgreSQL (no proxy): the store's ground truth.
@@ -269,10 +283,18 @@ impl RealWorld {
     /// and connects every worker's paths.
     pub fn start(config: &ChaosConfig, spec: &WorldSpec) -> Result<Self, WorldError> {
         // Checked before any server starts.
-        if spec.masters != 1 {
+        if spec.masters == 0 || spec.masters > MASTERS_MAX {
             return Err(WorldError::Unsupported {
                 what: format!("{} Redis masters", spec.masters),
-                why: "the real world runs one Redis master (several run in the simulation)"
+                why: format!("a world runs 1 to {MASTERS_MAX} Redis masters"),
+            });
+        }
+        if spec.masters > 1 && config.provider == Some(ProviderKind::External) {
+            return Err(WorldError::Unsupported {
+                what: format!("{} Redis masters", spec.masters),
+                why: "the external provider's servers are not ours to add to: several masters \
+                      run on local processes or containers (REDFENCE_PROVIDER=local or \
+                      containers)"
                     .to_owned(),
             });
         }
@@ -289,7 +311,10 @@ impl RealWorld {
             config.failover = redfence_chaos::FailoverKind::Scripted;
         }
         let cluster = local
-            .block_on(&rt, RealCluster::start_with(&config, spec.workers))
+            .block_on(
+                &rt,
+                RealCluster::start_with_masters(&config, spec.workers, spec.masters),
+            )
             .map_err(unavailable)?;
         let op_timeout = Duration::from_millis(spec.op_timeout_ms);
         let connected = local.block_on(&rt, async {
@@ -318,7 +343,10 @@ impl RealWorld {
                 let pause = FreezeSwitch::new();
                 Slot {
                     spawner: crate::world::Spawner::new(pause.clone()),
-                    redis_link: Arc::downgrade(&conns.redis.0),
+                    redis_links: std::iter::once(&conns.redis)
+                        .chain(&conns.masters)
+                        .map(|path| Arc::downgrade(&path.0))
+                        .collect(),
                     store_faulted: conns.store_faulted.clone(),
                     pause,
                     conns: Some(conns),
@@ -341,6 +369,7 @@ impl RealWorld {
             cluster: Some(cluster),
             slots,
             replica: spec.replica,
+            masters: spec.masters,
             op_timeout,
             admin_store: admin_store.with_op_timeout(Duration::from_millis(ADMIN_TIMEOUT_MS)),
             peek_conn: None,
@@ -388,14 +417,20 @@ impl RealWorld {
         })
     }
 
-    /// The fault just injected closed the Redis connections of `workers`
-    /// (the embedded Toxiproxy restarts a proxy on every change; a stopped,
-    /// restarted or failed-over Redis drops them): their next request
-    /// connects anew instead of failing on a dead socket, as it would not
-    /// with a real Toxiproxy, where only the fault itself acts.
-    fn redis_connections_closed(&self, workers: impl IntoIterator<Item = usize>) {
+    /// The fault just injected closed the connections of `workers` to
+    /// Redis master `master` (the embedded Toxiproxy restarts a proxy on
+    /// every change; a stopped, restarted or failed-over Redis drops them):
+    /// their next request connects anew instead of failing on a dead
+    /// socket, as it would not with a real Toxiproxy, where only the fault
+    /// itself acts.
+    fn redis_connections_closed(&self, master: usize, workers: impl IntoIterator<Item = usize>) {
         for worker in workers {
-            if let Some(inner) = self.slots.get(worker).and_then(|s| s.redis_link.upgrade()) {
+            let link = self
+                .slots
+                .get(worker)
+                .and_then(|s| s.redis_links.get(master))
+                .and_then(std::sync::Weak::upgrade);
+            if let Some(inner) = link {
                 Reconnecting::forget(&inner);
             }
         }

@@ -4,9 +4,11 @@
 //! on the same kind of record as a simulated one — every change of the lock
 //! key's holder on each server, expiries included.
 //!
-//! The two nodes are named as the simulation names its hosts (`redis`,
-//! `replica`), and their tapes are fed in one time order into one log, as
-//! the simulation's servers append to one log as they run.
+//! The nodes are named as the simulation names its hosts (`redis`,
+//! `replica`, and `redis-1`, `redis-2`, … for the independent masters of a
+//! topology that runs several), and their tapes are fed in one time order
+//! into one log, as the simulation's servers append to one log as they run.
+//! Each master's end-of-run keyspace is compared with its own replay.
 //!
 //! A recording that may be incomplete is never trusted: a gap the
 //! recorder named, a command the engine does not know, a key type it cannot
@@ -26,7 +28,7 @@
 use redfence_chaos::monitor::{Mark, Snapshot, TapeEntry};
 use redfence_chaos::{NodeTape, RedisNode};
 use redfence_sim::redis::{OwnershipLog, OwnershipRecord, Replay};
-use redfence_sim::world::{PRIMARY_HOST, REPLICA_HOST};
+use redfence_sim::world::{master_host, REPLICA_HOST};
 
 /// How far a lease's remaining time may differ between the replay and the
 /// server's `PTTL` at the end: the end snapshot's reads take a few
@@ -37,11 +39,13 @@ const END_TTL_TOLERANCE_MS: u64 = 250;
 /// The client name snapshot commands run under in the replay.
 const SNAPSHOT_CLIENT: &str = "redfence-snapshot";
 
-/// The name a node's records carry: the simulation's host names.
-fn server_name(node: RedisNode) -> &'static str {
+/// The name a node's records carry: the simulation's host names (master
+/// m's are [`master_host`]`(m)`, as the majority view expects).
+fn server_name(node: RedisNode) -> String {
     match node {
-        RedisNode::Primary => PRIMARY_HOST,
-        RedisNode::Replica => REPLICA_HOST,
+        RedisNode::Primary => master_host(0),
+        RedisNode::Replica => REPLICA_HOST.to_owned(),
+        RedisNode::Master(m) => master_host(m),
     }
 }
 
@@ -106,7 +110,7 @@ pub(super) fn ownership_log(
                 Mark::Checked(snapshot) => {
                     node.replay.finish(at_ms);
                     let name = server_name(node.node);
-                    let differs = compare_end(name, &node.replay, snapshot, lock_key_prefix);
+                    let differs = compare_end(&name, &node.replay, snapshot, lock_key_prefix);
                     if !differs.is_empty() {
                         // Nothing of this copy was ever seen by a client
                         // (a replica until its promotion): it is replaced
@@ -143,7 +147,7 @@ pub(super) fn ownership_log(
         if let Some((at_us, end)) = &tape.end {
             node.replay.finish(world_ms(*at_us, started_wall_us));
             node.tag(end_step);
-            let differs = compare_end(name, &node.replay, end, lock_key_prefix);
+            let differs = compare_end(&name, &node.replay, end, lock_key_prefix);
             if differs.is_empty() {
                 continue;
             }
@@ -182,8 +186,8 @@ struct Node {
     replay: Replay,
     log: OwnershipLog,
     records: Vec<(usize, OwnershipRecord)>,
-    /// Clients used this node (a primary from the start; a replica from its
-    /// promotion).
+    /// Clients used this node (a primary or another master from the start;
+    /// a replica from its promotion).
     served: bool,
 }
 
@@ -192,10 +196,10 @@ impl Node {
         let log = OwnershipLog::new();
         Self {
             node,
-            replay: Replay::new(server_name(node), prefix, log.clone(), unix_base_ms),
+            replay: Replay::new(&server_name(node), prefix, log.clone(), unix_base_ms),
             log,
             records: Vec::new(),
-            served: node == RedisNode::Primary,
+            served: node != RedisNode::Replica,
         }
     }
 
@@ -211,7 +215,7 @@ impl Node {
     /// dropped, and the holders it has now start at `at_ms`.
     fn resync(&mut self, at_ms: u64, snapshot: &Snapshot, prefix: &str, unix_base_ms: i64) {
         let log = OwnershipLog::new();
-        let mut replay = Replay::new(server_name(self.node), prefix, log.clone(), unix_base_ms);
+        let mut replay = Replay::new(&server_name(self.node), prefix, log.clone(), unix_base_ms);
         load(&mut replay, at_ms, snapshot);
         self.replay = replay;
         self.log = log;
