@@ -554,6 +554,7 @@ fn exposures(sweep: &Sweep, deployment: &Deployment) -> Vec<Exposure> {
             evidence: Vec::new(),
         });
     }
+    redlock_exposures(sweep, deployment, &mut out);
     if sweep.world == WorldKind::Sim {
         out.push(Exposure {
             kind: ExposureKind::Untested,
@@ -579,6 +580,67 @@ fn exposures(sweep: &Sweep, deployment: &Deployment) -> Vec<Exposure> {
         evidence: Vec::new(),
     });
     out
+}
+
+/// The Redlock scenarios, where fences protect (the stale write) and where
+/// only the masters' setup does (the second majority itself).
+const REDLOCK_FENCED_AWAY: [&str; 3] = [
+    s::REDLOCK_PAUSE,
+    s::REDLOCK_CLOCK_JUMP,
+    s::REDLOCK_MASTER_RESTART,
+];
+
+/// What a run of the Redlock scenarios says about locks over several
+/// masters: which of the debated faults a fence makes harmless and which
+/// only delayed restart prevents. Listed only when the run has them.
+fn redlock_exposures(sweep: &Sweep, deployment: &Deployment, out: &mut Vec<Exposure>) {
+    let ran = |scenario: &str| sweep.cells.iter().any(|c| c.scenario == scenario);
+    if !REDLOCK_FENCED_AWAY.iter().any(|name| ran(name)) {
+        return;
+    }
+    // The deployed lock's cells, and the unfenced Redlock's beside them
+    // when the run has it: the contrast is the evidence.
+    let cells = |scenarios: &[&str]| {
+        let mut cited = Vec::new();
+        for scenario in scenarios.iter().filter(|name| ran(name)) {
+            cited.push(evidence(sweep, scenario, &deployment.protocol));
+            if sweep.cell(scenario, m::REDLOCK).is_some() && deployment.protocol != m::REDLOCK {
+                cited.push(evidence(sweep, scenario, m::REDLOCK));
+            }
+        }
+        cited
+    };
+    out.push(Exposure {
+        kind: ExposureKind::OutOfScope,
+        failure: "Redlock: a pause, a master's clock jump or a master that forgets lets two \
+                  clients each hold a majority of the masters"
+            .to_owned(),
+        why: "the algorithm counts masters and subtracts elapsed time; it cannot see a pause \
+              after the count (redlock-pause), a master whose clock jumps and expires the key \
+              early (redlock-clock-jump), or a master that crashes and restarts without the key \
+              (redlock-master-restart). The holder keeps writing after its successor."
+            .to_owned(),
+        mitigation: "a fence checked by the store makes the stale write harmless in all three \
+                     (redlock-fenced passes them; the unfenced redlock has it accepted); no \
+                     fence prevents the overlap itself"
+            .to_owned(),
+        evidence: cells(&REDLOCK_FENCED_AWAY),
+    });
+    out.push(Exposure {
+        kind: ExposureKind::OutOfScope,
+        failure: "Redlock: a master that restarts and forgets grants the lock a second time"
+            .to_owned(),
+        why: "with snapshot-only persistence (or appendfsync everysec and a machine crash) a \
+              restarted master loses the locks it granted since its last write to disk, and a \
+              second client gathers a majority with it while the first still holds one"
+            .to_owned(),
+        mitigation: "only the masters' setup prevents the second majority: keep a crashed \
+                     master down for at least the longest lease before it rejoins (delayed \
+                     restart), or persist with appendfsync always; fences only make it harmless \
+                     to the store"
+            .to_owned(),
+        evidence: cells(&[s::REDLOCK_MASTER_RESTART]),
+    });
 }
 
 /// The checklist and unprotected list of `sweep` for `deployment`.

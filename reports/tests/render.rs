@@ -870,3 +870,42 @@ fn server_events_are_listed_and_drawn() {
         1
     );
 }
+
+/// For Redlock, the unprotected list says which debated faults a fence
+/// makes harmless and which only delayed restart prevents, citing the
+/// fenced Redlock passing and the unfenced one caught.
+#[test]
+fn readiness_says_what_fences_and_delayed_restart_close_for_redlock() {
+    let report = golden("redlock_report.json");
+    assert_eq!(report.deployment.protocol, "redlock-fenced");
+    let redlock: Vec<_> = report
+        .readiness
+        .unprotected
+        .iter()
+        .filter(|e| e.failure.starts_with("Redlock: "))
+        .collect();
+    assert_eq!(redlock.len(), 2, "{redlock:?}");
+    let (fenced, restart) = (redlock[0], redlock[1]);
+    assert!(fenced.mitigation.contains("fence checked by the store"));
+    assert!(restart.mitigation.contains("delayed"));
+    assert!(restart.mitigation.contains("at least the longest lease"));
+    for exposure in [fenced, restart] {
+        assert_eq!(exposure.kind, ExposureKind::OutOfScope);
+        for e in &exposure.evidence {
+            let expected = if e.protocol == "redlock" {
+                CellStatus::Caught
+            } else {
+                CellStatus::Passed
+            };
+            assert_eq!(e.status, Some(expected), "{e:?}");
+        }
+    }
+    assert_eq!(fenced.evidence.len(), 4);
+    let page = html::render(&report);
+    let doc = xml(&page);
+    let text = text_of(by_id(&doc, "unprotected"));
+    assert!(
+        text.contains("a master that restarts and forgets"),
+        "{text}"
+    );
+}

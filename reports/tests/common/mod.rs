@@ -12,11 +12,15 @@
 //! redfence run --scenario hotspot-load --protocol reference --seeds 1 --curve-seeds 1 \
 //!   --out report/ --format json
 //! redfence run --scenario crash-after-acquire --protocol reference --seeds 1 --json bare.json
+//! redfence run --scenario redlock-pause --scenario redlock-master-restart \
+//!   --protocol redlock-fenced --protocol redlock --seeds 1 --curve-seeds 0 --out report/ \
+//!   --format json
 //! ```
 //!
 //! (each in a folder of its own; `sweep_report.json` = the first one's
 //! report/report.json, `hotspot_report.json` = the second one's,
-//! `bare_sweep.json` = bare.json; compacted to one line.)
+//! `bare_sweep.json` = bare.json, `redlock_report.json` = the last one's
+//! report/report.json; compacted to one line.)
 
 #![allow(dead_code)]
 
