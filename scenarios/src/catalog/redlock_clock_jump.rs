@@ -12,18 +12,13 @@
 //! with a store-checked fence it is rejected. On real servers the jump is
 //! emulated (every key's remaining lifetime on that master is cut by it).
 
-use crate::driver::Phase;
 use crate::names;
 use crate::property::Property;
 use crate::scenario::{Param, Scenario, ScenarioError, Setup};
 use crate::stage::Stage;
 use crate::world::Fault;
 
-use super::redlock_sides::{
-    first_side, quorum, reach_all, reach_only, second_side, setup, until_done_or_bound,
-    MASTERS_DEFAULT,
-};
-use super::{jobs, plan, reach, settle};
+use super::redlock_sides::{quorum, setup, split_and_strike, MASTERS_DEFAULT};
 
 /// Work of the first holder: long enough for the second to write first,
 /// short enough to end before its first extension (`renew_interval_ms`
@@ -92,20 +87,13 @@ impl Scenario for RedlockClockJump {
     }
 
     fn run(&self, stage: &mut Stage<'_>) -> Result<(), ScenarioError> {
-        let setup = self.setup();
-        let n = self.masters;
-        reach_only(stage, 0, n, first_side(n))?;
-        reach_only(stage, 1, n, second_side(n))?;
-        stage.spawn(0, plan(&setup, jobs(0, 1, HOLDER_WORK_MS), 0))?;
-        reach(stage, 0, Phase::Holding)?;
-        stage.fault(Fault::OnMaster {
-            master: quorum(n) - 1,
-            fault: Box::new(Fault::JumpRedisClock { jump_ms: JUMP_MS }),
-        })?;
-        stage.spawn(1, plan(&setup, jobs(1, 1, SUCCESSOR_WORK_MS), 0))?;
-        until_done_or_bound(stage, 1)?;
-        reach_all(stage, 0, n, first_side(n))?;
-        reach_all(stage, 1, n, second_side(n))?;
-        settle(stage)
+        let work_ms = (HOLDER_WORK_MS, SUCCESSOR_WORK_MS);
+        split_and_strike(stage, &self.setup(), work_ms, |stage, shared| {
+            stage.fault(Fault::OnMaster {
+                master: shared,
+                fault: Box::new(Fault::JumpRedisClock { jump_ms: JUMP_MS }),
+            })?;
+            Ok(())
+        })
     }
 }

@@ -12,18 +12,13 @@
 //! restarting a crashed master only after the longest lease
 //! ([`RedlockMasterRestart::delayed`]), stops the second majority itself.
 
-use crate::driver::Phase;
 use crate::names;
 use crate::property::Property;
 use crate::scenario::{Param, Scenario, ScenarioError, Setup};
 use crate::stage::Stage;
 use crate::world::Fault;
 
-use super::redlock_sides::{
-    first_side, quorum, reach_all, reach_only, second_side, setup, until_done_or_bound,
-    MASTERS_DEFAULT,
-};
-use super::{jobs, plan, reach, settle};
+use super::redlock_sides::{quorum, setup, split_and_strike, MASTERS_DEFAULT};
 
 /// Work of the first holder: long enough for the second to write first,
 /// short enough to end before its first extension (`renew_interval_ms`
@@ -115,29 +110,23 @@ impl Scenario for RedlockMasterRestart {
 
     fn run(&self, stage: &mut Stage<'_>) -> Result<(), ScenarioError> {
         let setup = self.setup();
-        let n = self.masters;
-        let shared = quorum(n) - 1;
-        let on_shared = |fault| Fault::OnMaster {
-            master: shared,
+        let on = |master, fault| Fault::OnMaster {
+            master,
             fault: Box::new(fault),
         };
         // Snapshot-only persistence: the last snapshot predates the lock
         // (taken once the masters are up, a step into the run).
         stage.run_for(SNAPSHOT_AT_MS)?;
-        stage.fault(on_shared(Fault::SnapshotRedis))?;
-        reach_only(stage, 0, n, first_side(n))?;
-        reach_only(stage, 1, n, second_side(n))?;
-        stage.spawn(0, plan(&setup, jobs(0, 1, HOLDER_WORK_MS), 0))?;
-        reach(stage, 0, Phase::Holding)?;
-        stage.fault(on_shared(Fault::StopRedis))?;
-        if self.delayed {
-            stage.run_for(setup.lease_ms + DELAY_MARGIN_MS)?;
-        }
-        stage.fault(on_shared(Fault::RestartRedis))?;
-        stage.spawn(1, plan(&setup, jobs(1, 1, SUCCESSOR_WORK_MS), 0))?;
-        until_done_or_bound(stage, 1)?;
-        reach_all(stage, 0, n, first_side(n))?;
-        reach_all(stage, 1, n, second_side(n))?;
-        settle(stage)
+        stage.fault(on(quorum(self.masters) - 1, Fault::SnapshotRedis))?;
+        let work_ms = (HOLDER_WORK_MS, SUCCESSOR_WORK_MS);
+        let down_ms = self.delayed.then_some(setup.lease_ms + DELAY_MARGIN_MS);
+        split_and_strike(stage, &setup, work_ms, |stage, shared| {
+            stage.fault(on(shared, Fault::StopRedis))?;
+            if let Some(down_ms) = down_ms {
+                stage.run_for(down_ms)?;
+            }
+            stage.fault(on(shared, Fault::RestartRedis))?;
+            Ok(())
+        })
     }
 }

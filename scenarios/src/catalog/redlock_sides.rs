@@ -16,11 +16,12 @@
 
 use std::ops::Range;
 
+use crate::driver::Phase;
 use crate::scenario::{ScenarioError, Setup};
 use crate::stage::Stage;
 use crate::world::Fault;
 
-use super::STEP_MS_MAX;
+use super::{jobs, plan, reach, settle, STEP_MS_MAX};
 
 /// The masters a Redlock scenario runs with unless told otherwise: five,
 /// as in the debate (three is the smallest that has a majority to split).
@@ -93,4 +94,28 @@ pub fn until_done_or_bound(stage: &mut Stage<'_>, worker: usize) -> Result<(), S
         s.phase(worker) == crate::driver::Phase::Done
     })?;
     Ok(())
+}
+
+/// The story the clock-jump and restart scenarios share: `w0` reaches the
+/// first side and holds a bare majority for `holder_work_ms`; the moment it
+/// holds, `strike` hits the shared master (`quorum - 1`); `w1` reaches the
+/// second side and runs a job of `successor_work_ms`; then both sides heal
+/// and the run settles.
+pub fn split_and_strike(
+    stage: &mut Stage<'_>,
+    setup: &Setup,
+    (holder_work_ms, successor_work_ms): (u64, u64),
+    strike: impl FnOnce(&mut Stage<'_>, usize) -> Result<(), ScenarioError>,
+) -> Result<(), ScenarioError> {
+    let n = setup.masters;
+    reach_only(stage, 0, n, first_side(n))?;
+    reach_only(stage, 1, n, second_side(n))?;
+    stage.spawn(0, plan(setup, jobs(0, 1, holder_work_ms), 0))?;
+    reach(stage, 0, Phase::Holding)?;
+    strike(stage, quorum(n) - 1)?;
+    stage.spawn(1, plan(setup, jobs(1, 1, successor_work_ms), 0))?;
+    until_done_or_bound(stage, 1)?;
+    reach_all(stage, 0, n, first_side(n))?;
+    reach_all(stage, 1, n, second_side(n))?;
+    settle(stage)
 }

@@ -273,32 +273,22 @@ impl RedlockWorker {
         };
         let owner = self.tokens.next_token();
         let started_ms = self.own_clock.now_ms();
-        // All masters at once, as the published text advises
-        // (multiplexing): a dead master costs one timeout, not one each.
-        let sets = self.masters.iter().map(|master| {
-            let mut conn = master.clone();
-            let set = redis::cmd("SET")
-                .arg(key)
-                .arg(owner.as_str())
-                .arg("NX")
-                .arg("PX")
-                .arg(self.lease_ms)
-                .to_owned();
-            let reply: SlotFuture<'_, bool> = Box::pin(async move {
-                let reply = tokio::time::timeout(
-                    Duration::from_millis(MASTER_TIMEOUT_MS),
-                    set.query_async::<redis::Value>(&mut conn),
-                )
-                .await;
-                matches!(reply, Ok(Ok(redis::Value::Okay)))
-            });
-            reply
-        });
-        let oks = join_all(sets.collect())
-            .await
-            .into_iter()
-            .filter(|ok| *ok)
-            .count();
+        let set = redis::cmd("SET")
+            .arg(key)
+            .arg(owner.as_str())
+            .arg("NX")
+            .arg("PX")
+            .arg(self.lease_ms)
+            .to_owned();
+        let oks = on_every_master(
+            &self.masters,
+            |mut conn| {
+                let set = set.clone();
+                async move { set.query_async(&mut conn).await }
+            },
+            |reply| *reply == redis::Value::Okay,
+        )
+        .await;
         let elapsed_ms = self.own_clock.now_ms().saturating_sub(started_ms);
         let drift_ms = self.lease_ms * DRIFT_PER_MILLE / 1_000 + DRIFT_FLOOR_MS;
         let validity_ms = self.lease_ms.saturating_sub(elapsed_ms + drift_ms);
@@ -338,25 +328,16 @@ impl RedlockWorker {
                     return;
                 }
                 let ttl_ms = lease_ms.min(left_ms);
-                let extends = masters.iter().map(|master| {
-                    let mut conn = master.clone();
-                    let mut invocation = script.key(&key);
-                    invocation.arg(owner.as_str()).arg(ttl_ms);
-                    let extend: SlotFuture<'_, bool> = Box::pin(async move {
-                        let reply = tokio::time::timeout(
-                            Duration::from_millis(MASTER_TIMEOUT_MS),
-                            invocation.invoke_async::<i64>(&mut conn),
-                        )
-                        .await;
-                        matches!(reply, Ok(Ok(1)))
-                    });
-                    extend
-                });
-                let oks = join_all(extends.collect())
-                    .await
-                    .into_iter()
-                    .filter(|ok| *ok)
-                    .count();
+                let oks = on_every_master(
+                    &masters,
+                    |mut conn| {
+                        let mut invocation = script.key(&key);
+                        invocation.arg(owner.as_str()).arg(ttl_ms);
+                        async move { invocation.invoke_async(&mut conn).await }
+                    },
+                    |reply| *reply == redis::Value::Int(1),
+                )
+                .await;
                 if oks < quorum {
                     lost.set(true);
                     return;
@@ -370,20 +351,17 @@ impl RedlockWorker {
     /// expires).
     async fn unlock(&self, key: &str, owner: &OwnerToken) {
         let script = redis::Script::new(UNLOCK_LUA);
-        let unlocks = self.masters.iter().map(|master| {
-            let mut conn = master.clone();
-            let mut invocation = script.key(key);
-            invocation.arg(owner.as_str());
-            let unlock: SlotFuture<'_, ()> = Box::pin(async move {
-                let _ = tokio::time::timeout(
-                    Duration::from_millis(MASTER_TIMEOUT_MS),
-                    invocation.invoke_async::<redis::Value>(&mut conn),
-                )
-                .await;
-            });
-            unlock
-        });
-        join_all(unlocks.collect()).await;
+        // Best effort: what a master answered changes nothing.
+        on_every_master(
+            &self.masters,
+            |mut conn| {
+                let mut invocation = script.key(key);
+                invocation.arg(owner.as_str());
+                async move { invocation.invoke_async(&mut conn).await }
+            },
+            |_| true,
+        )
+        .await;
     }
 
     /// The protected write: fenced through the store's check, or plain
@@ -473,4 +451,33 @@ impl JobRunner for RedlockWorker {
         self.unlock(&key, &held.owner).await;
         report
     }
+}
+
+/// Sends `request` to every master at once — the published text's advice
+/// (multiplexing): a dead master costs one timeout, not one each — each
+/// bounded by [`MASTER_TIMEOUT_MS`]; how many answered in time with a
+/// reply `ok` accepts.
+async fn on_every_master<F, Fut>(
+    masters: &[RedisConn],
+    request: F,
+    ok: impl Fn(&redis::Value) -> bool,
+) -> usize
+where
+    F: Fn(RedisConn) -> Fut,
+    Fut: std::future::Future<Output = redis::RedisResult<redis::Value>>,
+{
+    let replies = masters.iter().map(|master| {
+        let reply = request(master.clone());
+        let bounded: SlotFuture<'_, Option<redis::Value>> = Box::pin(async move {
+            let reply =
+                tokio::time::timeout(Duration::from_millis(MASTER_TIMEOUT_MS), reply).await;
+            reply.ok().and_then(Result::ok)
+        });
+        bounded
+    });
+    join_all(replies.collect())
+        .await
+        .iter()
+        .filter(|reply| reply.as_ref().is_some_and(&ok))
+        .count()
 }
