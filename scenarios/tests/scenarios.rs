@@ -473,14 +473,17 @@ fn random_faults() {
 }
 
 /// Same seed, same run: the whole record — history, truth logs, verdicts,
-/// metrics — and the printed timeline are identical, for every scenario and
-/// for a broken protocol too.
+/// metrics — and the printed timeline are identical, for every scenario,
+/// for a broken protocol too, and for a lock over several masters.
 #[test]
 fn same_seed_same_run() {
     for scenario in catalog::all() {
         for protocol in [
             protocols::by_name("reference"),
             protocols::by_name("no-fence-check"),
+            // A lock over every master: several servers' logs and the
+            // majority view folded from them.
+            protocols::by_name("redlock"),
         ] {
             let protocol = protocol.expect("shipped");
             let first = run_one(&SimWorlds, scenario.as_ref(), protocol.clone(), 4242);
