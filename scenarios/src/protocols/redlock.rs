@@ -469,8 +469,7 @@ where
     let replies = masters.iter().map(|master| {
         let reply = request(master.clone());
         let bounded: SlotFuture<'_, Option<redis::Value>> = Box::pin(async move {
-            let reply =
-                tokio::time::timeout(Duration::from_millis(MASTER_TIMEOUT_MS), reply).await;
+            let reply = tokio::time::timeout(Duration::from_millis(MASTER_TIMEOUT_MS), reply).await;
             reply.ok().and_then(Result::ok)
         });
         bounded
