@@ -20,14 +20,15 @@ use crate::world::Fault;
 
 use super::redlock_sides::{quorum, setup, split_and_strike, MASTERS_DEFAULT};
 
-/// Work of the first holder: long enough for the second to write first,
-/// short enough to end before its first extension (`renew_interval_ms`
-/// after it holds), which would find the lock lost.
-const HOLDER_WORK_MS: u64 = 200;
+/// Work of the first holder: long enough for the second to write first
+/// (on real servers a crash and restart alone take about 300 ms), short
+/// enough to end before its first extension (`RENEW_INTERVAL_MS` after it
+/// holds), which would find the lock lost.
+const HOLDER_WORK_MS: u64 = 1_300;
 /// Work of the second.
 const SUCCESSOR_WORK_MS: u64 = 50;
 /// The clock jump on the shared master: twice the lease.
-const JUMP_MS: u64 = 2_000;
+const JUMP_MS: u64 = 2 * super::redlock_sides::LEASE_MS;
 
 /// See the module doc.
 #[derive(Clone, Copy, Debug)]

@@ -23,7 +23,7 @@
 //!    clock reaches the lease arithmetic, as it does a real library);
 //! 2. `SET key value NX PX lease` on every master at once (the published
 //!    text's advice: multiplexing), each with a short timeout
-//!    ([`MASTER_TIMEOUT_MS`], a tenth of the default lease) so a dead
+//!    (a tenth of the lease, [`MASTER_TIMEOUT_PER_LEASE`]) so a dead
 //!    master costs little;
 //! 3. held when a quorum said OK and time is left: `validity = lease −
 //!    elapsed − drift`, drift = 1% of the lease + 2 ms (the factor the
@@ -65,12 +65,14 @@ use crate::names;
 use crate::protocol::{Job, JobRunner, Plug, Protocol};
 use crate::world::{Clock, RawStore, Spawner, WorkerEnv};
 
-/// How long one master may take to answer a `SET` or an unlock: small
-/// against the lease, so a dead master does not eat the validity, and
-/// enough for a fresh connection (a connect and the client's handshake
-/// take three round trips; at 50 ms the simulation's 10 ms steps timed
-/// out every reconnect, and each timeout drops the connection).
-pub const MASTER_TIMEOUT_MS: u64 = 100;
+/// How long one master may take to answer a `SET`, an extension or an
+/// unlock, as a fraction of the lease: small against it, so a dead master
+/// does not eat the validity (the published text: 5–50 ms for a 10 s
+/// lease), and enough for a fresh connection (a connect and the client's
+/// handshake take three round trips; at 50 ms for a 1 s lease the
+/// simulation's 10 ms steps timed out every reconnect, and each timeout
+/// drops the connection).
+pub const MASTER_TIMEOUT_PER_LEASE: u64 = 10;
 /// The clock drift allowance, per mille of the lease (the reference
 /// implementations' factor 0.01).
 const DRIFT_PER_MILLE: u64 = 10;
@@ -250,6 +252,11 @@ enum Missed {
 }
 
 impl RedlockWorker {
+    /// How long one master may take to answer.
+    fn master_timeout_ms(&self) -> u64 {
+        (self.lease_ms / MASTER_TIMEOUT_PER_LEASE).max(1)
+    }
+
     /// Masters that must say OK.
     fn quorum(&self) -> usize {
         let n = self.masters.len();
@@ -282,6 +289,7 @@ impl RedlockWorker {
             .to_owned();
         let oks = on_every_master(
             &self.masters,
+            self.master_timeout_ms(),
             |mut conn| {
                 let set = set.clone();
                 async move { set.query_async(&mut conn).await }
@@ -312,6 +320,7 @@ impl RedlockWorker {
         lost: &Rc<Cell<bool>>,
     ) -> tokio::task::JoinHandle<()> {
         let (masters, quorum) = (self.masters.clone(), self.quorum());
+        let timeout_ms = self.master_timeout_ms();
         let (key, owner, lost) = (key.to_owned(), held.owner.clone(), lost.clone());
         let interval = Duration::from_millis(self.renew_interval_ms);
         let (lease_ms, hold_ms_max) = (self.lease_ms, self.hold_ms_max);
@@ -330,6 +339,7 @@ impl RedlockWorker {
                 let ttl_ms = lease_ms.min(left_ms);
                 let oks = on_every_master(
                     &masters,
+                    timeout_ms,
                     |mut conn| {
                         let mut invocation = script.key(&key);
                         invocation.arg(owner.as_str()).arg(ttl_ms);
@@ -354,6 +364,7 @@ impl RedlockWorker {
         // Best effort: what a master answered changes nothing.
         on_every_master(
             &self.masters,
+            self.master_timeout_ms(),
             |mut conn| {
                 let mut invocation = script.key(key);
                 invocation.arg(owner.as_str());
@@ -455,10 +466,11 @@ impl JobRunner for RedlockWorker {
 
 /// Sends `request` to every master at once — the published text's advice
 /// (multiplexing): a dead master costs one timeout, not one each — each
-/// bounded by [`MASTER_TIMEOUT_MS`]; how many answered in time with a
+/// bounded by `timeout_ms`; how many answered in time with a
 /// reply `ok` accepts.
 async fn on_every_master<F, Fut>(
     masters: &[RedisConn],
+    timeout_ms: u64,
     request: F,
     ok: impl Fn(&redis::Value) -> bool,
 ) -> usize
@@ -469,7 +481,7 @@ where
     let replies = masters.iter().map(|master| {
         let reply = request(master.clone());
         let bounded: SlotFuture<'_, Option<redis::Value>> = Box::pin(async move {
-            let reply = tokio::time::timeout(Duration::from_millis(MASTER_TIMEOUT_MS), reply).await;
+            let reply = tokio::time::timeout(Duration::from_millis(timeout_ms), reply).await;
             reply.ok().and_then(Result::ok)
         });
         bounded
