@@ -22,6 +22,9 @@ const VICTIM_WORK_MS: u64 = 2_500;
 const RELEASE_VICTIM_WORK_MS: u64 = 100;
 /// Work of the successors: they still hold the lock when victims wake.
 const SUCCESSOR_WORK_MS: u64 = 1_500;
+/// Attempts a worker makes per acquisition: at the fixed 20 ms of a
+/// no-backoff loop, 2 s of asking, twice the lease a successor waits out.
+const SUCCESSOR_ATTEMPTS_MAX: u32 = 100;
 
 /// See the module doc.
 #[derive(Clone, Copy, Debug, Default)]
@@ -44,10 +47,16 @@ impl Scenario for LateUnlock {
     }
 
     fn setup(&self) -> Setup {
-        Setup {
+        let mut setup = Setup {
             workers: 4,
             ..Setup::default()
-        }
+        };
+        // A successor keeps asking until the paused victim's lease (1 s) has
+        // run out, whatever its retry loop: a fixed 20 ms loop spends the
+        // default 30 attempts in ~0.7 s on real servers and gave up before
+        // the lease ended (the simulation's slower round trips hid that).
+        setup.backoff.attempts_max = SUCCESSOR_ATTEMPTS_MAX;
+        setup
     }
 
     fn params(&self) -> Vec<Param> {

@@ -115,6 +115,21 @@ pub fn reach(stage: &mut Stage<'_>, index: usize, phase: Phase) -> Result<(), Sc
     )))
 }
 
+/// Lets time pass until some worker takes the lock anew (or `limit_ms`);
+/// returns whether one did. A fault that takes the lock's server away is
+/// aimed at the start of a holding, not at a clock time: at a fixed time
+/// it lands in a holding on some runs and between jobs on others (on real
+/// servers, where the workers' phase drifts from run to run), and a run
+/// that lands between jobs shows nothing of what the fault does to a
+/// holder. A new acquisition, not "someone holds": a holder seen at the
+/// moment the wait starts may be at the end of its job, its write done.
+pub fn until_a_holding_starts(stage: &mut Stage<'_>, limit_ms: u64) -> Result<bool, ScenarioError> {
+    let workers = stage.workers();
+    let total = |s: &Stage<'_>| -> u32 { (0..workers).map(|i| s.probe(i).acquisitions()).sum() };
+    let before = total(stage);
+    Ok(stage.run_until(limit_ms, |s| total(s) > before)?)
+}
+
 /// Waits until worker `index` has held the lease `count` times.
 pub fn acquisitions(stage: &mut Stage<'_>, index: usize, count: u32) -> Result<(), ScenarioError> {
     if stage.run_until(STEP_MS_MAX, |s| s.probe(index).acquisitions() >= count)? {

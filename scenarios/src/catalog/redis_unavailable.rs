@@ -12,7 +12,7 @@ use crate::scenario::{Param, Scenario, ScenarioError, Setup};
 use crate::stage::Stage;
 use crate::world::{Fault, WorkerEnv};
 
-use super::{jobs, plan, settle};
+use super::{jobs, plan, settle, until_a_holding_starts};
 
 /// Workers processing jobs (a third, the operator, breaks the counter).
 const WORKERS: usize = 2;
@@ -98,6 +98,10 @@ impl Scenario for RedisUnavailable {
             stage.spawn(worker, plan(&setup, jobs(worker, JOBS, WORK_MS), GAP_MS))?;
         }
         stage.run_for(BROKEN_MS)?;
+        // A lock that needs no fence counter takes the lock here: stop
+        // Redis just after it did, under its holder. Locks that need the
+        // counter cannot; they wait out one job's length.
+        until_a_holding_starts(stage, WORK_MS + GAP_MS)?;
         stage.fault(Fault::StopRedis)?;
         stage.run_for(OUTAGE_MS)?;
         stage.fault(Fault::RestartRedis)?;
