@@ -83,7 +83,18 @@ impl SimRedisConnection {
         let stream = tokio::time::timeout(Duration::from_millis(CONNECT_TIMEOUT_MS), connect)
             .await
             .map_err(|_| io_error(std::io::ErrorKind::TimedOut, "connect timed out"))?
-            .map_err(RedisError::from)?;
+            .map_err(|e| {
+                // turmoil's refusal carries only the address; say what a
+                // real socket says (a stopped server's port is closed).
+                if e.kind() == std::io::ErrorKind::ConnectionRefused {
+                    RedisError::from(std::io::Error::new(
+                        e.kind(),
+                        format!("Connection refused by {host}:{port}"),
+                    ))
+                } else {
+                    RedisError::from(e)
+                }
+            })?;
         // No response timeout of redis-rs's own: the lock client bounds every
         // call itself, and a second, different timer would make the outcome
         // depend on which fires first.

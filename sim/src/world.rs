@@ -887,11 +887,13 @@ impl World {
         Ok(())
     }
 
-    /// Stops the current primary (its data is lost: no persistence).
+    /// Stops the current primary (its data is lost: no persistence): its
+    /// process is killed, its machine stays up, so clients are refused at
+    /// once ([`RedisHandle::kill`]), as from a real `kill -9`.
     pub fn stop_redis(&mut self) {
         self.sync_server_clocks();
         let primary = self.current_primary_host();
-        self.sim.crash(primary.as_str());
+        self.handle_of(&primary).kill();
         self.fault(format!("stop {primary}"));
     }
 
@@ -1042,11 +1044,12 @@ impl World {
     }
 
     /// Crashes master `master` (what it held is lost, except its last
-    /// snapshot).
+    /// snapshot): a killed process, refused at once, as
+    /// [`World::stop_redis`].
     pub fn stop_master(&mut self, master: usize) -> Result<(), WorldError> {
         let host = self.master_host_now(master)?;
         self.sync_server_clocks();
-        self.sim.crash(host.as_str());
+        self.handle_of(&host).kill();
         self.fault(format!("stop {host}"));
         Ok(())
     }
@@ -1126,7 +1129,7 @@ impl World {
     pub fn fail_over(&mut self) -> Result<(), WorldError> {
         let replica = self.replica()?.clone();
         self.sync_server_clocks();
-        self.sim.crash(PRIMARY_HOST);
+        self.handle_of(PRIMARY_HOST).kill();
         replica.promote();
         self.promoted.store(true, Ordering::SeqCst);
         self.directory.set_primary(REPLICA_HOST, REDIS_PORT);

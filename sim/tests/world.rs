@@ -796,3 +796,65 @@ fn several_masters_replay_byte_identically() -> Result<(), WorldError> {
     assert!(first.1.contains("redis-4"), "{}", first.1);
     Ok(())
 }
+
+/// A stopped Redis is a killed process on a machine that stays up, as the
+/// real world's `kill -9` makes it: a command on the connection opened
+/// before the stop fails at once (the connection is closed under it), a
+/// new connection is refused at once, and neither waits for a timeout —
+/// a machine that is gone (a partition) is what times out. After the
+/// restart, commands are answered again.
+#[test]
+fn a_stopped_redis_refuses_at_once_and_answers_after_its_restart() -> Result<(), WorldError> {
+    let mut world = WorldBuilder::new(29).workers(1).build()?;
+    // (ms after the stop when the command ended, whether it was answered,
+    // its error).
+    let seen: Arc<Mutex<Vec<(u64, bool, String)>>> = Arc::default();
+    let log = seen.clone();
+    world.spawn_worker(0, move |ctx| async move {
+        let mut conn = ctx.redis.clone();
+        let ping = |conn: &mut redfence_sim::connection::SimRedisConnection| {
+            let mut conn = conn.clone();
+            async move {
+                let cmd = redis::cmd("PING");
+                let reply = tokio::time::timeout(
+                    Duration::from_millis(1_000),
+                    cmd.query_async::<String>(&mut conn),
+                )
+                .await;
+                match reply {
+                    Ok(Ok(_)) => (true, String::new()),
+                    Ok(Err(e)) => (false, e.to_string()),
+                    Err(_) => (false, "timed out".to_owned()),
+                }
+            }
+        };
+        assert!(ping(&mut conn).await.0, "answered before the stop");
+        // The stop comes at 100 ms, the restart at 500: ask on the open
+        // connection at ~110 ms, on a new one 20 ms later, and at ~600.
+        for wait_ms in [100_u64, 20, 470] {
+            tokio::time::sleep(Duration::from_millis(wait_ms)).await;
+            let start = tokio::time::Instant::now();
+            let (answered, error) = ping(&mut conn).await;
+            let took_ms = start.elapsed().as_millis() as u64;
+            log.lock().unwrap().push((took_ms, answered, error));
+        }
+    })?;
+    world.run_for(Duration::from_millis(100))?;
+    world.stop_redis();
+    world.run_for(Duration::from_millis(400))?;
+    world.restart_redis();
+    world.run_until_workers_done(Duration::from_secs(3))?;
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 3, "{seen:?}");
+    for (took_ms, answered, error) in &seen[..2] {
+        assert!(!answered, "no answer while stopped: {seen:?}");
+        assert!(*took_ms < 50, "failed at once, not by a timeout: {seen:?}");
+        assert_ne!(error, "timed out", "{seen:?}");
+    }
+    assert!(
+        seen[1].2.contains("Connection refused"),
+        "a new connection is refused: {seen:?}"
+    );
+    assert!(seen[2].1, "answered after the restart: {seen:?}");
+    Ok(())
+}

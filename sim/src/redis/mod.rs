@@ -244,6 +244,11 @@ pub struct RedisHandle(Rc<RefCell<HandleState>>);
 #[derive(Default)]
 struct HandleState {
     live: Option<Rc<Server>>,
+    /// Processes killed so far ([`RedisHandle::kill`]): an instance started
+    /// after the last kill serves on; one started before stops serving.
+    kills: u64,
+    /// Wakes the accept loop of the live instance when it is killed.
+    killed: Rc<tokio::sync::Notify>,
     /// The last snapshot written to disk (`BGSAVE`): what the next start
     /// of this host loads, as `redis-server` loads its `dump.rdb`.
     saved: Option<Saved>,
@@ -292,6 +297,33 @@ impl RedisHandle {
     /// primary) or applied (a replica). 0 when down.
     pub fn replication_offset(&self) -> u64 {
         self.live().map_or(0, |s| s.replication_offset())
+    }
+
+    /// `kill -9` of the server process; its machine stays up. The instance
+    /// dies now, between steps — the keys it held are recorded `Lost` at the
+    /// time last observed ([`RedisHandle::observe_time`]), and it serves no
+    /// request from here on — and its connections and listener close on the
+    /// next step, so clients learn it as they do from a real kill: open
+    /// connections are closed under them and new ones are refused, at once,
+    /// instead of timing out as they do against a machine that is gone
+    /// (`Sim::crash`, which delivers nothing until the host is bounced).
+    /// A restart is a bounce of the host, as before.
+    pub fn kill(&self) {
+        let (server, killed) = {
+            let mut state = self.0.borrow_mut();
+            state.kills += 1;
+            (state.live.take(), state.killed.clone())
+        };
+        if let Some(server) = server {
+            server.crashed();
+        }
+        killed.notify_one();
+    }
+
+    /// Processes killed so far, and the notification a kill sends.
+    fn kills(&self) -> (u64, Rc<tokio::sync::Notify>) {
+        let state = self.0.borrow();
+        (state.kills, state.killed.clone())
     }
 
     /// Whether an instance is running.
@@ -438,15 +470,41 @@ pub async fn serve_turmoil(
     let server = Server::start(config, log, clock, transport::Transport::Turmoil);
     handle.register(server.clone());
     handle.load_saved(&server);
-    let _guard = CrashGuard {
+    let (started_after, killed) = handle.kills();
+    let guard = CrashGuard {
         server: server.clone(),
-        handle,
+        handle: handle.clone(),
     };
+    // Bounded by the kill (or the host's crash, which drops this future).
     loop {
-        let (stream, peer) = listener.accept().await?;
-        let server = server.clone();
-        tokio::task::spawn_local(connection::serve_client(server, stream, peer));
+        // Biased: a kill is seen before a connection queued in the same step
+        // is accepted, and no random branch order enters a run.
+        let accepted = tokio::select! {
+            biased;
+            () = killed.notified() => None,
+            accepted = listener.accept() => Some(accepted?),
+        };
+        let Some((stream, peer)) = accepted else {
+            if handle.kills().0 > started_after {
+                break;
+            }
+            continue;
+        };
+        if !server.is_alive() {
+            break;
+        }
+        // Tracked with the server's tasks, so a kill closes the connection.
+        let task = tokio::task::spawn_local(connection::serve_client(server.clone(), stream, peer));
+        let mut tasks = server.tasks.borrow_mut();
+        tasks.retain(|t| !t.is_finished());
+        tasks.push(task);
     }
+    // Killed: the port closes (new connections are refused) and the host
+    // idles until it is bounced (restarted).
+    drop(listener);
+    drop(guard);
+    std::future::pending::<()>().await;
+    Ok(())
 }
 
 /// The same server over a real tokio listener, for the differential test
