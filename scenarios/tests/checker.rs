@@ -534,6 +534,59 @@ fn unlock_safety_allows_a_replica_catching_up_after_the_release() {
     );
 }
 
+/// get-then-del on real servers: the successor's lock is deleted on the
+/// primary and, replicated within the same millisecond, on its replica. The
+/// replica's deletion catches up with the primary's; the primary's catches
+/// up with nothing and is the violation (by milliseconds alone, the two
+/// excused each other and the run passed).
+#[test]
+fn unlock_safety_catches_a_deletion_replicated_within_the_same_millisecond() {
+    let record = |at_ms, server: &str, change| OwnershipRecord {
+        at_ms,
+        server: server.to_owned(),
+        key: "lock:account-7".to_owned(),
+        change,
+    };
+    let o2 = || "o2".to_owned();
+    let history = builder()
+        .acquired("w1", "o1", (0, 5), 1)
+        .set(3, "o1")
+        .released("w1", "o1", (950, 3_688), true) // op 2: paused between GET and DEL
+        .expired(1_003, "o1")
+        .acquired("w2", "o2", (3_685, 3_686), 2)
+        .ownership(record(
+            3_686,
+            "primary",
+            OwnershipChange::Set { owner: o2() },
+        ))
+        .ownership(record(
+            3_686,
+            "replica",
+            OwnershipChange::Set { owner: o2() },
+        ))
+        .ownership(record(
+            3_687,
+            "primary",
+            OwnershipChange::Deleted { owner: o2() },
+        ))
+        .ownership(record(
+            3_687,
+            "replica",
+            OwnershipChange::Deleted { owner: o2() },
+        ))
+        .end(5_000)
+        .build();
+    let verdict = judge(&history, Property::UnlockSafety);
+    assert_status(&verdict, Status::Violated);
+    assert!(
+        verdict
+            .explanation
+            .contains("was deleted at 3687 ms on primary during a release by owner o1"),
+        "{}",
+        verdict.explanation
+    );
+}
+
 #[test]
 fn unlock_safety_is_undecided_without_ownership_log() {
     let mut history = del_unlock();

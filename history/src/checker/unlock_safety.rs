@@ -90,7 +90,7 @@ pub(super) fn check(history: &History) -> Verdict {
         }
         let catching_up = ended_by
             .get(&index)
-            .is_some_and(|deleted| ended_elsewhere(&by_owner, deleted, record.at_ms));
+            .is_some_and(|deleted| ended_elsewhere(&by_owner, deleted, index, record.at_ms));
         if !catching_up {
             violations.push((index, record));
         }
@@ -148,16 +148,27 @@ pub(super) fn check(history: &History) -> Verdict {
 }
 
 /// Whether the same owner's holding of the same key, begun no later than
-/// `deleted`'s, had already ended on another server by `at_ms`.
+/// `deleted`'s, had already ended on another server before the deletion
+/// at log position `index` (time `at_ms`): a replica catching up.
+///
+/// Earlier in the log, not merely at an earlier or equal millisecond: the
+/// log is in the order the servers applied the records (the real world's
+/// tapes merge by microsecond), and a primary's deletion replicates within
+/// the same millisecond on loopback. Compared by milliseconds alone, the
+/// primary's deletion and its replica's excused each other, and a release
+/// that deleted a successor's lock passed (late-unlock × get-then-del on
+/// real servers).
 fn ended_elsewhere(
     by_owner: &BTreeMap<(&str, &str), Vec<&Holding>>,
     deleted: &Holding,
+    index: usize,
     at_ms: u64,
 ) -> bool {
     let same = by_owner.get(&(deleted.key.as_str(), deleted.owner.as_str()));
     same.into_iter().flatten().any(|h| {
         h.server != deleted.server
             && h.start_ms <= deleted.start_ms
-            && h.end.is_some_and(|(end_ms, _)| end_ms <= at_ms)
+            && h.end
+                .is_some_and(|(end_ms, end_index)| end_ms <= at_ms && end_index < index)
     })
 }
