@@ -403,7 +403,15 @@ impl RealWorld {
     /// [`World::truth`]: Redis's from the nodes' `MONITOR` tapes
     /// (`redis_truth.rs`), the store's from PostgreSQL's fence log.
     fn read_truth(&mut self, _lock_key: &str, resource: &str) -> Result<Truth, WorldError> {
-        let tapes = self.block_on(self.cluster().redis_tapes());
+        let mut tapes = self.block_on(self.cluster().redis_tapes());
+        if !self.replica {
+            // The providers start a replica for every world; one the script
+            // did not ask for is invisible to it (no client uses it, no fault
+            // reaches it, nothing promotes it), as in the simulation, which
+            // has none. Its copy of a lock is no lease: a holder whose key
+            // died with the primary does not hold it on the replica.
+            tapes.retain(|tape| tape.node != RedisNode::Replica);
+        }
         let (redis, redis_gap) = match super::redis_truth::ownership_log(
             &tapes,
             self.started_wall_us,

@@ -33,7 +33,8 @@
 //!
 //! A world whose script asks for no replica still runs one (the providers
 //! always start it); it refuses the replication faults, as the simulation
-//! does without a replica.
+//! does without a replica, and its tape is left out of the truth (its copy
+//! of a lock is nobody's lease).
 //!
 //! A script may ask for several independent Redis masters
 //! (`WorldSpec::masters`, up to 7, as in the simulation): masters 1.. are
