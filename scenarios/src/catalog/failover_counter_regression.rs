@@ -101,7 +101,7 @@ impl Scenario for FailoverCounterRegression {
         // one on real servers, and a lock with no TTL (whose stale copy then
         // blocks the promoted replica for good) showed a regressed fence in
         // one world and a lock nobody could take in the other.
-        until_a_holding_starts(stage, WORK_MS + GAP_MS)?;
+        until_a_holding_starts(stage, setup.lease_ms)?;
         stage.fault(Fault::CutReplication)?;
         let at_cut = acquisitions(stage);
         stage.run_for(CUT_MS)?;
@@ -115,8 +115,9 @@ impl Scenario for FailoverCounterRegression {
         // The primary dies just after a worker took the lock: the lease goes
         // with the primary (the replica never saw it) while its holder still
         // works, which a lock without a fence from a durable counter cannot
-        // survive. After a job's length anyway when no one takes it.
-        until_a_holding_starts(stage, WORK_MS + GAP_MS)?;
+        // survive. After a lease anyway when no one takes it (a job's length
+        // was too short: in the simulation, contended turns take ~250 ms).
+        until_a_holding_starts(stage, setup.lease_ms)?;
         stage.fault(Fault::FailOver)?;
         settle(stage)
     }
