@@ -29,10 +29,10 @@
 //! | drop replies | `timeout` toxic downstream, 0 ms: requests arrive and run, replies vanish |
 //! | restore replies | toxic removed, then the proxy bounced: a connection that lost a reply is out of step for good, so it is closed and clients reconnect |
 //! | latency | `latency` toxics on both streams (each way, as in the simulation) |
-//! | stop / restart Redis | the current primary's (or master m's) process or container killed / started, empty or from its own last snapshot (the workers' proxies to it refuse connections while it starts, until its recorder is attached) |
+//! | stop / restart Redis | the current primary's (or master m's) process or container killed / started, empty or from its own last snapshot; the workers' proxies to it are disabled from the kill until its recorder is attached after the start, so a worker's connect is refused as it would be by a dead server (a live proxy would accept it and then close it: an indeterminate failure no direct client sees) |
 //! | snapshot / clock jump | `BGSAVE` / every key's lifetime cut at once, on the primary or on master m |
 //! | cut / restore replication | the replication proxy disabled / enabled |
-//! | fail over (scripted, the default) | primary stopped, `REPLICAOF NO ONE` on the replica, every worker's Redis proxy re-pointed at it |
+//! | fail over (scripted, the default) | primary stopped (its proxies down, as above), `REPLICAOF NO ONE` on the replica, every worker's Redis proxy re-pointed at it and brought up |
 //! | fail over (`REDFENCE_FAILOVER=sentinel`) | primary stopped; three Sentinels mark it down and promote the replica; each worker finds the new master through Sentinel and reaches it through its own proxy for that node (see below) |
 //!
 //! With Sentinel, each worker has a second Redis proxy, `w{i}-redis-replica`,
@@ -49,6 +49,7 @@
 //! All operations take `&self` (state changes sit behind locks), so a world
 //! can share one [`RealCluster`] between its driver and its workers.
 
+use std::collections::BTreeSet;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -148,6 +149,25 @@ struct SentinelSide {
     story: std::sync::Mutex<Option<FailoverStory>>,
 }
 
+/// Which worker proxies are down, and why. A proxy is up only when nothing
+/// holds it down: a partition and its server's stop are separate reasons,
+/// so healing a partition while the server is down does not open a path
+/// to a dead server, and a restart does not end a partition.
+#[derive(Debug, Default)]
+struct ProxiesDown {
+    /// Per node (indexed by [`RedisNode::index`]): the proxies its stop took
+    /// down, brought up again when it is started or failed over.
+    by_stop: Vec<Vec<String>>,
+    /// Proxies a partition fault holds down.
+    by_partition: BTreeSet<String>,
+}
+
+impl ProxiesDown {
+    fn held_by_stop(&self, proxy: &str) -> bool {
+        self.by_stop.iter().flatten().any(|p| p == proxy)
+    }
+}
+
 /// Mutable state: the servers (stop/start) and which node is primary.
 struct State {
     servers: Servers,
@@ -181,6 +201,8 @@ struct WorkerListens {
 /// per-worker proxies.
 pub struct RealCluster {
     state: Mutex<State>,
+    /// Why proxies are down (a plain lock: never held across an await).
+    down: std::sync::Mutex<ProxiesDown>,
     /// The embedded Toxiproxy server, if we run one (kept for its drop).
     embedded: Option<EmbeddedToxiproxy>,
     toxiproxy: Toxiproxy,
@@ -501,6 +523,10 @@ impl RealCluster {
                 primary: RedisNode::Primary,
                 stopped: vec![false; redis_addrs.len()],
             }),
+            down: std::sync::Mutex::new(ProxiesDown {
+                by_stop: vec![Vec::new(); redis_addrs.len()],
+                by_partition: BTreeSet::new(),
+            }),
             embedded,
             toxiproxy,
             provider,
@@ -807,6 +833,7 @@ impl RealCluster {
         if let (Some(side), true) = (&self.sentinel, path.is_primary()) {
             side.partitioned[worker].store(true, Ordering::SeqCst);
         }
+        self.down().by_partition.insert(proxy.clone());
         self.toxiproxy.set_enabled(&proxy, false).await
     }
 
@@ -816,7 +843,56 @@ impl RealCluster {
         if let (Some(side), true) = (&self.sentinel, path.is_primary()) {
             side.partitioned[worker].store(false, Ordering::SeqCst);
         }
+        let still_down = {
+            let mut down = self.down();
+            down.by_partition.remove(&proxy);
+            down.held_by_stop(&proxy)
+        };
+        if still_down {
+            // Its server is down: the proxy comes up with it.
+            return Ok(());
+        }
         self.toxiproxy.set_enabled(&proxy, true).await
+    }
+
+    fn down(&self) -> std::sync::MutexGuard<'_, ProxiesDown> {
+        self.down.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Takes down every worker's proxy to master `master` (the one serving
+    /// its traffic now), which `node`'s stop holds down until
+    /// [`Self::release_proxies`].
+    async fn hold_proxies(&self, node: RedisNode, master: usize) -> Result<()> {
+        let path = Path::master(master);
+        for worker in 0..self.workers {
+            let proxy = self.serving_proxy(worker, path)?;
+            let up = {
+                let mut down = self.down();
+                let up = !down.by_partition.contains(&proxy) && !down.held_by_stop(&proxy);
+                down.by_stop[node.index()].push(proxy.clone());
+                up
+            };
+            if up {
+                self.toxiproxy.set_enabled(&proxy, false).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Brings up the proxies `node`'s stop held down, except those a
+    /// partition still holds.
+    async fn release_proxies(&self, node: RedisNode) -> Result<()> {
+        let held = std::mem::take(&mut self.down().by_stop[node.index()]);
+        for proxy in held {
+            let up = {
+                let down = self.down();
+                !down.by_partition.contains(&proxy) && !down.held_by_stop(&proxy)
+            };
+            if up {
+                self.toxiproxy.set_enabled(&proxy, true).await?;
+            }
+        }
+        Ok(())
     }
 
     /// The proxy that carries worker `worker`'s traffic on `path` now: with
@@ -913,7 +989,11 @@ impl RealCluster {
     pub async fn stop_master(&self, master: usize) -> Result<()> {
         let mut state = self.state.lock().await;
         let node = self.master_node(&state, master)?;
-        self.stop_node(&mut state, node).await
+        let stopped = self.stop_node(&mut state, node).await;
+        // Also after a failed stop: a proxy held down needlessly comes up
+        // at the restart.
+        self.hold_proxies(node, master).await?;
+        stopped
     }
 
     /// Stops `node` and marks its tape once it is down, so every command
@@ -1011,18 +1091,14 @@ impl RealCluster {
         }
         let recorder = &self.recorders[primary.index()];
         // No worker may run a command before the recorder is attached
-        // again, or the tape would miss it: their Redis proxies refuse
-        // connections while the server starts (the server is down until
-        // then anyway, so a worker sees the same refusal), and the ones a
-        // fault did not already take down come back once it records.
-        let mut held = Vec::with_capacity(self.workers);
-        for worker in 0..self.workers {
-            let name = proxy_name(worker, Path::master(master));
-            if self.toxiproxy.proxy(&name).await?.enabled {
-                self.toxiproxy.set_enabled(&name, false).await?;
-                held.push(name);
-            }
-        }
+        // again, or the tape would miss it: the workers' proxies to it have
+        // been down since its stop (`hold_proxies`) and come up once it
+        // records.
+        debug_assert_eq!(
+            self.down().by_stop[primary.index()].len(),
+            self.workers,
+            "a stopped master's proxies are held down"
+        );
         recorder.mark(Mark::Started);
         let started = state.servers.start_redis(primary).await;
         if started.is_ok() {
@@ -1045,8 +1121,8 @@ impl RealCluster {
                 )),
             }
         }
-        for name in held {
-            self.toxiproxy.set_enabled(&name, true).await?;
+        if started.is_ok() {
+            self.release_proxies(primary).await?;
         }
         started
     }
@@ -1146,6 +1222,7 @@ impl RealCluster {
         }
         if self.provider != ProviderKind::External {
             self.stop_node(&mut state, RedisNode::Primary).await?;
+            self.hold_proxies(RedisNode::Primary, 0).await?;
         }
         self.toxiproxy.set_enabled(REPLICATION_PROXY, false).await?;
         let mut promote = redis::cmd("REPLICAOF");
@@ -1163,6 +1240,8 @@ impl RealCluster {
                 .set_upstream(&proxy_name(worker, Path::Redis), &replica)
                 .await?;
         }
+        // They lead to the new primary now: up, unless partitioned.
+        self.release_proxies(RedisNode::Primary).await?;
         state.primary = RedisNode::Replica;
         Ok(())
     }
@@ -1184,6 +1263,9 @@ impl RealCluster {
         // monitor is a normal client.
         recorder.expect_close();
         self.stop_node(state, RedisNode::Primary).await?;
+        // The old primary's proxies stay down: it is dead, and a client
+        // that dials it before Sentinel names the replica is refused.
+        self.hold_proxies(RedisNode::Primary, 0).await?;
         let sentinels = side.addrs.clone();
         let replica_addr = replica.to_owned();
         until_ready(

@@ -229,11 +229,7 @@ async fn stop_and_restart_redis_comes_back_empty() {
     assert_eq!(call(&w0, "SET before-stop 1").await.unwrap(), "+OK\r\n");
     cluster.stop_redis().await.unwrap();
     assert!(call(&primary, "PING").await.is_err(), "primary down");
-    let through = call(&w0, "PING").await;
-    assert!(
-        matches!(through.as_deref(), Ok("") | Err(_)),
-        "no answer via the proxy: {through:?}"
-    );
+    assert_refused(&w0, "via the proxy, as by the dead server itself").await;
     cluster.restart_redis().await.unwrap();
     assert_eq!(call(&w0, "PING").await.unwrap(), "+PONG\r\n");
     assert_eq!(
@@ -241,6 +237,44 @@ async fn stop_and_restart_redis_comes_back_empty() {
         "$-1\r\n",
         "restarted empty"
     );
+    cluster.shutdown().await;
+}
+
+/// A connect through `url` is refused outright (not accepted and then
+/// closed, which a client can only read as an indeterminate failure).
+async fn assert_refused(url: &str, why: &str) {
+    let error = call(url, "PING").await.expect_err(why);
+    assert_eq!(
+        error.kind(),
+        std::io::ErrorKind::ConnectionRefused,
+        "{why}: {error}"
+    );
+}
+
+/// A stop and a partition are separate reasons for a path to be down:
+/// healing while Redis is down does not open a path to a dead server, and
+/// the restart does not end a partition made during the outage.
+#[tokio::test]
+async fn a_partition_and_an_outage_each_keep_a_path_down_until_they_end() {
+    let cluster = local_cluster(2).await;
+    let (w0, w1) = (
+        cluster.worker_redis_url(0).unwrap(),
+        cluster.worker_redis_url(1).unwrap(),
+    );
+    cluster.partition(0, Path::Redis).await.unwrap();
+    cluster.stop_redis().await.unwrap();
+    cluster.heal(0, Path::Redis).await.unwrap();
+    assert_refused(&w0, "healed, but its server is down").await;
+    cluster.partition(1, Path::Redis).await.unwrap();
+    cluster.restart_redis().await.unwrap();
+    assert_eq!(
+        call(&w0, "PING").await.unwrap(),
+        "+PONG\r\n",
+        "up with its server"
+    );
+    assert_refused(&w1, "partitioned during the outage, still after it").await;
+    cluster.heal(1, Path::Redis).await.unwrap();
+    assert_eq!(call(&w1, "PING").await.unwrap(), "+PONG\r\n");
     cluster.shutdown().await;
 }
 
