@@ -11,6 +11,7 @@
 //! (acquiring, holding, writing…), so faults can land at exact points, and
 //! keeps per-job statistics for load scenarios.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -161,7 +162,61 @@ pub struct WorkerPlan {
     /// one after another; each slot is a holder of its own in the history
     /// (`w0.0`, `w0.1`, …) when this is above 1.
     pub jobs_at_once: usize,
+    /// Closed by the scenario when the workload is over: no job starts
+    /// after that (the default never closes: every job runs).
+    pub workload: Workload,
 }
+
+/// A scenario's word to its workers that the workload is over: a worker
+/// starts no job once it is closed; the job it is running finishes as
+/// usual.
+///
+/// Why: the moment a scenario aims at (a failover, an outage) falls on a
+/// different job in each world, since a simulated job lasts longer than a
+/// real one (every hop takes a 10 ms tick). A fixed job count then leaves
+/// work after that moment in one world and none in the other, and the
+/// world with none has nothing to judge. A plan with more jobs than can
+/// run, closed a fixed time after the moment, gives both worlds the same
+/// stretch of work after it. In the simulation the close happens between
+/// steps, so runs stay deterministic.
+#[derive(Clone, Debug, Default)]
+pub struct Workload(Option<Arc<AtomicBool>>);
+
+impl Workload {
+    /// A workload the scenario can close.
+    pub fn closable() -> Self {
+        Self(Some(Arc::new(AtomicBool::new(false))))
+    }
+
+    /// Ends the workload: no job starts from now on.
+    pub fn close(&self) {
+        let closable = self.0.as_ref();
+        assert!(closable.is_some(), "only a closable workload is closed");
+        if let Some(closed) = closable {
+            closed.store(true, Ordering::SeqCst);
+        }
+    }
+
+    /// Whether jobs may still start.
+    pub fn is_open(&self) -> bool {
+        self.0
+            .as_ref()
+            .is_none_or(|closed| !closed.load(Ordering::SeqCst))
+    }
+}
+
+/// Two plans are equal when they share one workload (or neither has one).
+impl PartialEq for Workload {
+    fn eq(&self, other: &Self) -> bool {
+        match (&self.0, &other.0) {
+            (None, None) => true,
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            _ => false,
+        }
+    }
+}
+
+impl Eq for Workload {}
 
 pub use crate::job_slot::JOBS_AT_ONCE_MAX;
 
@@ -192,12 +247,14 @@ impl WorkerPlan {
 
     /// The jobs slot `slot` runs, in order: every `jobs_at_once`-th job
     /// from the slot's own index, so jobs start in plan order as the slots
-    /// start together.
+    /// start together; none once the workload is closed (asked as each job
+    /// is about to start).
     pub fn slot_jobs(&self, slot: usize) -> impl Iterator<Item = &JobSpec> {
         self.jobs
             .iter()
             .skip(slot)
             .step_by(self.jobs_at_once.max(1))
+            .take_while(|_| self.workload.is_open())
     }
 }
 
@@ -437,5 +494,58 @@ async fn write(
             recorder.complete(op, outcome_of(&error));
             JobReport::Failed
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(workload: Workload, jobs_at_once: usize) -> WorkerPlan {
+        WorkerPlan {
+            resource: "r".to_owned(),
+            jobs: (0..6)
+                .map(|n| JobSpec {
+                    job_id: format!("job-{n}"),
+                    work_ms: 1,
+                })
+                .collect(),
+            backoff: Backoff {
+                base_ms: 1,
+                cap_ms: 1,
+                attempts_max: 1,
+                jitter: false,
+            },
+            start_delay_ms: 0,
+            jobs_at_once,
+            workload,
+        }
+    }
+
+    #[test]
+    fn no_job_starts_once_the_workload_is_closed() {
+        let workload = Workload::closable();
+        let plan = plan(workload.clone(), 2);
+        let mut slot0 = plan.slot_jobs(0);
+        let mut slot1 = plan.slot_jobs(1);
+        assert_eq!(slot0.next().map(|j| j.job_id.as_str()), Some("job-0"));
+        assert_eq!(slot1.next().map(|j| j.job_id.as_str()), Some("job-1"));
+        assert_eq!(slot0.next().map(|j| j.job_id.as_str()), Some("job-2"));
+        workload.close();
+        assert!(!workload.is_open());
+        assert_eq!(slot0.next(), None, "closed: no next job");
+        assert_eq!(slot1.next(), None, "closed for every slot");
+    }
+
+    #[test]
+    fn a_plan_without_a_closable_workload_runs_every_job() {
+        let plan = plan(Workload::default(), 1);
+        assert_eq!(plan.slot_jobs(0).count(), 6);
+        assert_eq!(plan, plan.clone(), "clones share the workload");
+        assert_ne!(
+            super::tests::plan(Workload::closable(), 1),
+            super::tests::plan(Workload::closable(), 1),
+            "two closable workloads are two"
+        );
     }
 }

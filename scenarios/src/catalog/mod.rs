@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use crate::driver::{JobSpec, Phase, WorkerPlan};
+use crate::driver::{JobSpec, Phase, WorkerPlan, Workload};
 use crate::run::RESOURCE;
 use crate::scenario::{Scenario, ScenarioError, Setup};
 use crate::stage::Stage;
@@ -100,6 +100,7 @@ pub fn plan(setup: &Setup, jobs: Vec<JobSpec>, start_delay_ms: u64) -> WorkerPla
         backoff: setup.backoff,
         start_delay_ms,
         jobs_at_once: 1,
+        workload: Workload::default(),
     }
 }
 
