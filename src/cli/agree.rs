@@ -148,6 +148,7 @@ fn print_rows(rows: &[Row]) {
         "  ok both held   VV both violated   S! only the simulation violated   R! only the \
          real world violated   ne not violated, and not exercised in at least one world \
          (nothing to judge)   n/d the real world did not decide it (the row's note says why)   \
-         RO real only, not compared (the row's note says why)"
+         s? the simulation did not decide it (its run stopped early)   -- a world did not run \
+         the cell   RO real only, not compared (the row's note says why)"
     );
 }
