@@ -20,8 +20,9 @@ use super::*;
 /// outage). Here the request after a break connects anew, so a partitioned
 /// worker (its proxy down) gets a refused connection: the definite failure
 /// the lock classifies as such (the command did not run). A stopped Redis
-/// still looks indeterminate: its proxy accepts the connection, then closes
-/// it when the upstream refuses.
+/// refuses too: the cluster takes its workers' proxies down with it (a live
+/// proxy would accept the connection and then close it when the upstream
+/// refuses, an indeterminate failure no client of a dead server sees).
 #[derive(Clone)]
 pub(super) struct Reconnecting(pub(super) Arc<ReconnectingInner>);
 
