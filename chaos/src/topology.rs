@@ -328,6 +328,8 @@ return cut
 const BGSAVE_TIMEOUT_MS: u64 = 10_000;
 /// Between two looks at whether a `BGSAVE` finished.
 const BGSAVE_POLL_MS: u64 = 5;
+/// Redis's refusal of a BGSAVE while another RDB child runs.
+const BGSAVE_IN_PROGRESS: &str = "Background save already in progress";
 
 /// `BGSAVE` on the node at `addr`, waited for: done when `INFO
 /// persistence` counts one more successful save than before it began.
@@ -338,18 +340,37 @@ async fn bgsave(addr: &str, node: RedisNode) -> Result<()> {
         command.arg("persistence");
         command
     };
-    let before = saves(admin_command::<String>(addr, node, info()).await?);
-    let Some(before) = before else {
-        return Err(ChaosError::Process {
-            server: node.name(),
-            message: "INFO persistence has no rdb_saves (Redis 7.0 or later is needed)".into(),
-        });
+    // Redis refuses a BGSAVE while an RDB child already runs ("Background
+    // save already in progress"), SCHEDULE or not: SCHEDULE only queues
+    // behind other kinds of child (an AOF rewrite). A replica's full sync
+    // forks such a child after every restart of the primary, and its
+    // snapshot may predate what the caller just wrote, so wait for it to end
+    // and ask again. The count of saves is read just before the BGSAVE that
+    // is taken, so the other child's save is not mistaken for ours. Bounded
+    // by the timeout.
+    let mut refused_polls = 0;
+    let before = loop {
+        let before = saves(admin_command::<String>(addr, node, info()).await?);
+        let Some(before) = before else {
+            return Err(ChaosError::Process {
+                server: node.name(),
+                message: "INFO persistence has no rdb_saves (Redis 7.0 or later is needed)".into(),
+            });
+        };
+        let mut save = redis::cmd("BGSAVE");
+        save.arg("SCHEDULE");
+        match admin_command::<()>(addr, node, save).await {
+            Ok(()) => break before,
+            Err(ChaosError::Redis { source, .. })
+                if refused_polls < BGSAVE_TIMEOUT_MS / BGSAVE_POLL_MS
+                    && source.to_string().contains(BGSAVE_IN_PROGRESS) =>
+            {
+                refused_polls += 1;
+                tokio::time::sleep(Duration::from_millis(BGSAVE_POLL_MS)).await;
+            }
+            Err(e) => return Err(e),
+        }
     };
-    // SCHEDULE: a replica's full sync may have a child running; a plain
-    // BGSAVE would then fail, a scheduled one runs right after it.
-    let mut save = redis::cmd("BGSAVE");
-    save.arg("SCHEDULE");
-    admin_command::<()>(addr, node, save).await?;
     // Bounded by the timeout.
     for _ in 0..BGSAVE_TIMEOUT_MS / BGSAVE_POLL_MS {
         let now = admin_command::<String>(addr, node, info()).await?;

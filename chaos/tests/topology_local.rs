@@ -330,6 +330,49 @@ async fn a_restart_after_a_snapshot_loses_exactly_the_writes_after_it() {
     cluster.shutdown().await;
 }
 
+/// A snapshot asked for while another RDB child runs (as a replica's full
+/// sync forks one after every restart of the primary) waits for it and
+/// takes its own: Redis refuses that BGSAVE, SCHEDULE or not, and the other
+/// child's snapshot predates the last write.
+#[tokio::test]
+async fn a_snapshot_during_another_save_waits_for_it_and_takes_its_own() {
+    let cluster = local_cluster(1).await;
+    let w0 = cluster.worker_redis_url(0).unwrap();
+    let primary = cluster.redis_node_url(RedisNode::Primary).unwrap();
+    for i in 0..4 {
+        assert_eq!(
+            call(&w0, &format!("SET filler{i} x")).await.unwrap(),
+            "+OK\r\n"
+        );
+    }
+    // A child that takes about 0.2 s a key: the delay is read at the fork,
+    // so setting it back right after leaves only this child slow.
+    let slow = "CONFIG SET rdb-key-save-delay 200000";
+    assert_eq!(call(&primary, slow).await.unwrap(), "+OK\r\n");
+    let started = call(&primary, "BGSAVE").await.unwrap();
+    assert!(
+        started.starts_with("+Background saving started"),
+        "{started:?}"
+    );
+    let fast = "CONFIG SET rdb-key-save-delay 0";
+    assert_eq!(call(&primary, fast).await.unwrap(), "+OK\r\n");
+    let refused = call(&primary, "BGSAVE SCHEDULE").await.unwrap();
+    assert!(
+        refused.contains("Background save already in progress"),
+        "the premise: Redis refuses a second RDB child: {refused:?}"
+    );
+    assert_eq!(call(&w0, "SET saved 1").await.unwrap(), "+OK\r\n");
+    cluster.snapshot_redis().await.unwrap();
+    cluster.stop_redis().await.unwrap();
+    cluster.restart_redis().await.unwrap();
+    assert_eq!(
+        call(&w0, "GET saved").await.unwrap(),
+        "$1\r\n1\r\n",
+        "the snapshot taken after the other child holds the last write"
+    );
+    cluster.shutdown().await;
+}
+
 #[tokio::test]
 async fn cut_replication_holds_writes_back_until_restored() {
     let cluster = local_cluster(1).await;
