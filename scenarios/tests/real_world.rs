@@ -1053,11 +1053,21 @@ fn redlock_at_three_real_masters_agrees_with_the_simulation() {
 /// at once and the failover's workload is closed a fixed time after it:
 /// both worlds acquire after the fault, and `set-without-nx` is caught the
 /// same way in both.
+///
+/// Why several real seeds: the catch needs two workers to want the lock at
+/// once after the fault. The simulation's seed 0 is fixed, but on real
+/// servers the jobs drift by round trips, and a run can see the two workers
+/// take turns instead (measured: real seed 0 held every property on one of
+/// four runs of this test, with 6 writes). The agreement table judges a
+/// cell over its seeds in the same way; work after the fault is asserted on
+/// every run.
 #[test]
 fn work_goes_on_after_an_outage_and_a_failover_in_both_worlds() {
     use redfence_scenarios::history::{OkValue, OpKind, Outcome};
     use redfence_scenarios::protocols::SetWithoutNx;
     use redfence_scenarios::sim_world::SimWorlds;
+    /// Real seeds tried before the catch is called missing.
+    const REAL_SEEDS_MAX: u64 = 5;
     let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let cells = [
         (
@@ -1071,43 +1081,58 @@ fn work_goes_on_after_an_outage_and_a_failover_in_both_worlds() {
             Property::FenceUniqueness,
         ),
     ];
+    // The number of acquisitions after the fault, and whether `caught` was
+    // violated.
+    let judge = |record: &RunRecord, name: &str, fault: &Fault, caught: Property| {
+        let world = record.world;
+        assert!(record.error.is_none(), "{world:?}: {}", summary(record));
+        let history = record.history.as_ref().expect("a history");
+        let fault_at = history
+            .faults
+            .iter()
+            .find(|f| f.fault == *fault)
+            .unwrap_or_else(|| panic!("{world:?} {name}: no {fault:?}"))
+            .at_ms;
+        let acquired_after = history
+            .ops
+            .iter()
+            .filter(|op| op.kind == OpKind::Acquire && op.invoke_ms >= fault_at)
+            .filter(|op| matches!(op.outcome, Outcome::Ok(OkValue::Acquired { .. })))
+            .count();
+        assert!(
+            acquired_after >= 2,
+            "{world:?} {name}: {acquired_after} acquisitions after the fault at \
+             {fault_at} ms\n  {}",
+            summary(record)
+        );
+        let verdict = record
+            .verdicts
+            .iter()
+            .find(|v| v.property == caught)
+            .expect("judged");
+        verdict.status == Status::Violated
+    };
     for (name, fault, caught) in cells {
         let scenario = catalog::by_name(name).expect("in the catalog");
         let sim = run_one(&SimWorlds, scenario.as_ref(), Arc::new(SetWithoutNx), 0);
-        let real = run_one(&worlds(), scenario.as_ref(), Arc::new(SetWithoutNx), 0);
-        for record in [&sim, &real] {
-            let world = record.world;
-            assert!(record.error.is_none(), "{world:?}: {}", summary(record));
-            let history = record.history.as_ref().expect("a history");
-            let fault_at = history
-                .faults
-                .iter()
-                .find(|f| f.fault == fault)
-                .unwrap_or_else(|| panic!("{world:?} {name}: no {fault:?}"))
-                .at_ms;
-            let acquired_after = history
-                .ops
-                .iter()
-                .filter(|op| op.kind == OpKind::Acquire && op.invoke_ms >= fault_at)
-                .filter(|op| matches!(op.outcome, Outcome::Ok(OkValue::Acquired { .. })))
-                .count();
-            assert!(
-                acquired_after >= 2,
-                "{world:?} {name}: {acquired_after} acquisitions after the fault at \
-                 {fault_at} ms\n  {}",
-                summary(record)
-            );
-            let verdict = record
-                .verdicts
-                .iter()
-                .find(|v| v.property == caught)
-                .expect("judged");
-            assert_eq!(
-                verdict.status,
-                Status::Violated,
-                "{world:?} {name}: {}",
-                summary(record)
-            );
-        }
+        assert!(
+            judge(&sim, name, &fault, caught),
+            "sim {name}: {caught:?} not violated\n  {}",
+            summary(&sim)
+        );
+        let mut misses = Vec::new();
+        let caught_on_real = (0..REAL_SEEDS_MAX).any(|seed| {
+            let real = run_one(&worlds(), scenario.as_ref(), Arc::new(SetWithoutNx), seed);
+            let hit = judge(&real, name, &fault, caught);
+            if !hit {
+                misses.push(format!("seed {seed}: {}", summary(&real)));
+            }
+            hit
+        });
+        assert!(
+            caught_on_real,
+            "real {name}: {caught:?} held on {REAL_SEEDS_MAX} seeds\n{}",
+            misses.join("\n")
+        );
     }
 }
