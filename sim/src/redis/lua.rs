@@ -18,7 +18,10 @@
 //! array cut at the first nil, true → 1, false/nil → nil.
 //!
 //! Sandbox: globals are read-only and unknown globals raise "Script
-//! attempted to access nonexistent global variable"; `os`, `io`, `debug`,
+//! attempted to access nonexistent global variable"; the library tables
+//! (`redis`, `string`, `math`, `table`, `coroutine`, `_G`) and a string's
+//! metatable are read-only even to `rawset`, as Redis 7 enforces in C, so no
+//! script leaves state behind for the next; `os`, `io`, `debug`,
 //! `print`, `require`, `dofile`, `loadfile`, `loadstring`, `getfenv`,
 //! `setfenv`, `module`, `newproxy`, `package` are gone. `cjson`, `bit`,
 //! `cmsgpack` and `struct` are not provided (nothing in redfence uses them).
@@ -227,12 +230,32 @@ impls.randomseed = function(...)
 end
 
 -- Read-only views: reads go to the original, writes raise as in Redis.
+-- Redis 7 marks its tables read-only in C, below `rawset`, so every view is
+-- remembered here and the scripts' `rawset` refuses it too.
+local readonly_views = setmetatable({}, {__mode = 'k'})
 local function readonly(t)
-  return setmetatable({}, {
+  local view = setmetatable({}, {
     __index = t,
     __newindex = function() error('Attempt to modify a readonly table', 2) end,
     __metatable = false,
   })
+  readonly_views[view] = true
+  return view
+end
+
+-- luaB_rawset with Redis 7's read-only check: the same argument errors,
+-- at the script's line, then the refusal, without one (raised in C there).
+impls.rawset = function(...)
+  local n = select('#', ...)
+  local t, k, v = ...
+  if type(t) ~= 'table' then
+    local got = (n == 0) and 'no value' or type(t)
+    error(sformat("bad argument #1 to 'rawset' (table expected, got %s)", got), 3)
+  end
+  if n < 2 then error("bad argument #2 to 'rawset' (value expected)", 3) end
+  if n < 3 then error("bad argument #3 to 'rawset' (value expected)", 3) end
+  if readonly_views[t] then error('Attempt to modify a readonly table', 0) end
+  return rawset(t, k, v)
 end
 
 local math_lib = {}
@@ -262,7 +285,14 @@ for _, name in ipairs({'os', 'io', 'debug', 'print', 'require', 'dofile', 'loadf
 end
 rawset(real, 'redis', readonly(redis))
 rawset(real, 'math', readonly(math_lib))
-rawset(real, 'string', readonly(string))
+local string_view = readonly(string)
+rawset(real, 'string', string_view)
+-- In Redis a string's metatable is read-only and its __index is the
+-- scripts' `string`. getmetatable('') answers `__metatable` when set, so
+-- scripts see a read-only view of that shape, and the real string library
+-- behind the method calls stays out of their reach.
+dbg.getmetatable('').__metatable = readonly({__index = string_view})
+rawset(real, 'rawset', w.rawset)
 rawset(real, 'table', readonly(table))
 rawset(real, 'coroutine', readonly(coroutine))
 rawset(real, 'pcall', redis_pcall)
@@ -280,6 +310,7 @@ local env = setmetatable({}, {
   __newindex = function() error('Attempt to modify a readonly table', 2) end,
   __metatable = false,
 })
+readonly_views[env] = true
 rawset(real, '_G', env)
 
 -- __redis__err__handler, except that it looks for the script's own frame
@@ -404,7 +435,15 @@ impl LuaEngine {
             load_cached(&lua, PRELUDE.as_bytes(), "=redfence_prelude", None)?
                 .call((rand48, sha1hex, debug))?;
         let wrapped = lua.create_table()?;
-        for name in ["call", "sha1hex", "log", "setresp", "random", "randomseed"] {
+        for name in [
+            "call",
+            "sha1hex",
+            "log",
+            "setresp",
+            "random",
+            "randomseed",
+            "rawset",
+        ] {
             let implementation: Function = impls.get(name)?;
             wrapped.set(name, c_trampoline(&lua, implementation)?)?;
         }
