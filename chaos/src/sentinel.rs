@@ -48,8 +48,11 @@ pub const FAILOVER_TIMEOUT_MS: u64 = 10_000;
 /// replica after they start (hello messages every 2 s).
 pub const DISCOVERY_TIMEOUT_MS: u64 = 30_000;
 /// Longest the cluster waits for Sentinel to promote the replica after the
-/// primary stopped: down detection, election and promotion, with margin.
+/// primary stopped: down detection, election, promotion and the end of the
+/// failover, with margin.
 pub const PROMOTION_TIMEOUT_MS: u64 = 40_000;
+/// The announcement that ends a failover: the master's address changed.
+pub const SWITCH_MASTER: &str = "+switch-master";
 /// Timeout of one question to a sentinel.
 const QUESTION_TIMEOUT_MS: u64 = 2_000;
 /// Most announcements kept (a failover makes a few dozen).
@@ -285,7 +288,7 @@ impl FailoverStory {
         };
         let switched = seen
             .iter()
-            .find(|a| a.event == "+switch-master")
+            .find(|a| a.event == SWITCH_MASTER)
             .and_then(|a| {
                 // "<name> <old ip> <old port> <new ip> <new port>"
                 let parts: Vec<&str> = a.text.split_whitespace().collect();

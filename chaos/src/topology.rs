@@ -1269,8 +1269,8 @@ impl RealCluster {
 
     /// The failover with Sentinel deciding: the primary is stopped, and
     /// Sentinel marks it down, elects a leader and promotes the replica.
-    /// Returns once Sentinel names the replica as master and the replica
-    /// says it is one; then the replica's recorder is attached again (the
+    /// Returns once Sentinel names the replica as master, the replica says
+    /// it is one and `+switch-master` has been announced; then the replica's recorder is attached again (the
     /// promotion closed it), its keyspace checked, and the workers' proxies
     /// to it come up.
     async fn sentinel_fail_over(
@@ -1295,6 +1295,7 @@ impl RealCluster {
             || {
                 let sentinels = sentinels.clone();
                 let replica = replica_addr.clone();
+                let announcements = side.announcements.clone();
                 async move {
                     let master = sentinel::master_addr(&sentinels)
                         .await
@@ -1307,8 +1308,26 @@ impl RealCluster {
                             .await
                             .map_err(|e| Probe::NotYet(e.to_string()))?;
                     match role.first() {
-                        Some(redis::Value::BulkString(b)) if b == b"master" => Ok(()),
-                        _ => Err(Probe::NotYet("the replica is not a master yet".into())),
+                        Some(redis::Value::BulkString(b)) if b == b"master" => {}
+                        _ => return Err(Probe::NotYet("the replica is not a master yet".into())),
+                    }
+                    // Sentinel names the promoted replica as soon as it
+                    // starts reconfiguring the other replicas, before the
+                    // failover ends with `+switch-master`, and that
+                    // announcement reaches us on its own connection, later
+                    // still. The failover is done, and its story complete,
+                    // only once it has arrived.
+                    if announcements
+                        .seen()
+                        .iter()
+                        .any(|a| a.event == sentinel::SWITCH_MASTER)
+                    {
+                        Ok(())
+                    } else {
+                        Err(Probe::NotYet(format!(
+                            "no {} announced yet",
+                            sentinel::SWITCH_MASTER
+                        )))
                     }
                 }
             },
