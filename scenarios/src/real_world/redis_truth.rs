@@ -259,13 +259,20 @@ fn compare_end(name: &str, replay: &Replay, end: &Snapshot, prefix: &str) -> Vec
     }
     // A lock key the replay still holds that the server does not: the
     // server dropped a holding the tape does not show.
-    for (key, _, ttl_ms) in replay.strings_at_end() {
+    // The holder and the time left go in the words: they tell a command
+    // the tape missed (much time left) from a clock edge (little).
+    for (key, value, ttl_ms) in replay.strings_at_end() {
         let on_server = end.strings.iter().any(|(k, _, _)| *k == key);
         let about_to_expire = ttl_ms.is_some_and(|ttl| ttl <= END_TTL_TOLERANCE_MS);
         if key.starts_with(prefix.as_bytes()) && !on_server && !about_to_expire {
+            let left = match ttl_ms {
+                Some(ttl_ms) => format!("{ttl_ms} ms left"),
+                None => "no expiry".to_owned(),
+            };
             problems.push(format!(
-                "the replay holds {} on {name}, the server does not",
-                String::from_utf8_lossy(&key)
+                "the replay holds {} = {} ({left}) on {name}, the server does not",
+                String::from_utf8_lossy(&key),
+                String::from_utf8_lossy(&value)
             ));
         }
     }
@@ -277,5 +284,58 @@ fn ttl_close(server: Option<u64>, replay: Option<u64>) -> bool {
         (None, None) => true,
         (Some(a), Some(b)) => a.abs_diff(b) <= END_TTL_TOLERANCE_MS,
         _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn replay_holding(lease_ms: u64, at_end_ms: u64) -> Replay {
+        let mut replay = Replay::new("redis", "lock:", OwnershipLog::new(), 0);
+        let set: Vec<Vec<u8>> = ["SET", "lock:{a}", "owner-1", "PX", &lease_ms.to_string()]
+            .iter()
+            .map(|s| s.as_bytes().to_vec())
+            .collect();
+        replay.apply(0, 0, "client-1", &set);
+        replay.finish(at_end_ms);
+        replay
+    }
+
+    fn empty_server() -> Snapshot {
+        Snapshot {
+            commands: Vec::new(),
+            skipped: Vec::new(),
+            strings: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_holding_the_server_lost_is_named_with_its_holder_and_time_left() {
+        let problems = compare_end(
+            "redis",
+            &replay_holding(5_000, 1_000),
+            &empty_server(),
+            "lock:",
+        );
+        assert_eq!(
+            problems,
+            vec![
+                "the replay holds lock:{a} = owner-1 (4000 ms left) on redis, the server does not"
+                    .to_owned()
+            ]
+        );
+    }
+
+    #[test]
+    fn a_holding_about_to_expire_is_no_difference() {
+        let at_end_ms = 5_000 - END_TTL_TOLERANCE_MS;
+        let problems = compare_end(
+            "redis",
+            &replay_holding(5_000, at_end_ms),
+            &empty_server(),
+            "lock:",
+        );
+        assert_eq!(problems, Vec::<String>::new());
     }
 }
