@@ -1363,10 +1363,18 @@ impl RealCluster {
         Ok(())
     }
 
-    /// Every node's `MONITOR` tape, complete up to this call: each running
-    /// node is synced (everything it ran before is on its tape), then its
-    /// keyspace is read for the end-of-run comparison. Recording stops.
+    /// Every node's `MONITOR` tape, complete up to this call: the workers'
+    /// Redis paths are closed, each running node is synced (everything it
+    /// ran before is on its tape), then its keyspace is read for the
+    /// end-of-run comparison. Recording stops, and workers reach Redis no
+    /// more.
     pub async fn redis_tapes(&self) -> Vec<NodeTape> {
+        // Worker traffic ends first. A command a worker sent and gave up on
+        // (Redlock's best-effort unlock past its per-master timeout) may
+        // still be on its way, and would run after its node's tape was
+        // complete: the replay would keep a holding the server dropped. A
+        // disabled proxy closes its connections and carries nothing more.
+        let closed = self.close_worker_redis_paths().await;
         let stopped = self.state.lock().await.stopped.clone();
         let mut tapes = Vec::with_capacity(self.redis_addrs.len());
         for (index, addr) in self.redis_addrs.iter().enumerate() {
@@ -1375,9 +1383,20 @@ impl RealCluster {
                 continue;
             };
             let recorder = &self.recorders[node.index()];
+            if let Err(error) = &closed {
+                recorder.gap(format!(
+                    "{}: the workers' paths could not be closed before the end ({error})",
+                    node.name()
+                ));
+            }
             let mut end = None;
             if !stopped[node.index()] {
                 let read = async {
+                    // Twice: the turn of Redis's event loop that runs the
+                    // first mark may run, after it, a worker's command that
+                    // had already arrived; the second mark, sent once the
+                    // first was seen, runs in a later turn.
+                    recorder.sync(node.name(), addr).await?;
                     recorder.sync(node.name(), addr).await?;
                     let at_us = monitor::unix_us_now();
                     Ok::<_, ChaosError>((at_us, read_snapshot(addr, node).await?))
@@ -1397,6 +1416,19 @@ impl RealCluster {
             });
         }
         tapes
+    }
+
+    /// Disables every worker's proxies to every Redis node (each master,
+    /// and with Sentinel the replica): the end of the workers' traffic.
+    async fn close_worker_redis_paths(&self) -> Result<()> {
+        for worker in 0..self.workers {
+            for master in 0..self.masters {
+                for proxy in self.all_proxies(worker, Path::master(master))? {
+                    self.toxiproxy.set_enabled(&proxy, false).await?;
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Removes every toxic and brings every proxy up (not the servers).
