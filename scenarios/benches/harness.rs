@@ -5,10 +5,13 @@
 //! for the default 1 s lease).
 //!
 //! `cargo bench -p redfence-sim` measures the lock stack alone (no flow,
-//! no recorder, no checker); this is what a sweep pays per run. The
-//! baseline, measured in the same run for each scenario, is an idle world
-//! with the same hosts, tick and simulated time: what turmoil's fixed tick
-//! costs by itself. `fence-rejected` is the article's stale worker (two
+//! no recorder, no checker); this is what a sweep pays per run. Two
+//! baselines are measured in the same run for each scenario, alternating
+//! with it by halves of the seeds: the same runs with every host polled
+//! every tick (`PolledSimWorlds`, turmoil without the idle fast path; the
+//! same bytes, so the ratio is what the fast path buys), and an idle world
+//! with the same hosts, tick and simulated time, every host polled: what
+//! turmoil's fixed tick costs by itself. `fence-rejected` is the article's stale worker (two
 //! workers, 1 s lease, a pause past it, fenced writes) with the checker in
 //! the loop.
 //!
@@ -23,8 +26,9 @@ use redfence_scenarios::catalog;
 use redfence_scenarios::protocol::Protocol;
 use redfence_scenarios::protocols::reference::Reference;
 use redfence_scenarios::run::run_one;
+use redfence_scenarios::run::WorldFactory;
 use redfence_scenarios::scenario::Scenario;
-use redfence_scenarios::sim_world::SimWorlds;
+use redfence_scenarios::sim_world::{PolledSimWorlds, SimWorlds};
 use redfence_sim::world::WorldBuilder;
 
 fn main() {
@@ -40,47 +44,88 @@ fn main() {
     let reference: Arc<dyn Protocol> = Arc::new(Reference);
     println!("reference protocol, {seeds} seeds per scenario, one thread");
     println!(
-        "{:<30} {:>9} {:>11} {:>14} {:>13}",
-        "scenario", "runs/s", "sim s / run", "sim s / wall s", "vs idle world"
+        "runs/s with the idle fast path; 'polled' polls every host every tick (turmoil alone);"
+    );
+    println!("idle worlds: the same hosts, tick and simulated time, no work, every host polled");
+    println!(
+        "{:<30} {:>9} {:>11} {:>14} {:>13} {:>11} {:>13}",
+        "scenario",
+        "runs/s",
+        "sim s / run",
+        "sim s / wall s",
+        "polled runs/s",
+        "vs polled",
+        "vs idle world"
     );
     for scenario in catalog::all() {
-        let started = Instant::now();
+        // Alternating halves of the seeds, so drift on a shared machine
+        // falls on both sides of each ratio.
+        let (mut fast, mut polled, mut idle) = (Duration::ZERO, Duration::ZERO, Duration::ZERO);
         let mut sim_ms = 0;
-        for seed in 0..seeds {
-            let record = run_one(&SimWorlds, scenario.as_ref(), reference.clone(), seed);
-            assert!(
-                !record.failed(),
-                "{} seed {seed}: the reference must pass: {:?} {:?}",
-                scenario.name(),
-                record.violated(),
-                record.error
-            );
-            sim_ms += record.history.as_ref().map_or(0, |h| h.end_ms);
+        for half in [0..seeds / 2, seeds / 2..seeds] {
+            let count = half.end - half.start;
+            let (wall, ms) = runs(&SimWorlds, scenario.as_ref(), &reference, half.clone());
+            fast += wall;
+            sim_ms += ms;
+            polled += runs(
+                &PolledSimWorlds,
+                scenario.as_ref(),
+                &reference,
+                half.clone(),
+            )
+            .0;
+            idle += idle_worlds(scenario.as_ref(), half, ms / count.max(1));
         }
-        let wall = started.elapsed();
-        let idle = idle_worlds(scenario.as_ref(), seeds, sim_ms / seeds.max(1));
-        let rate = seeds as f64 / wall.as_secs_f64();
+        let rate = |wall: Duration| seeds as f64 / wall.as_secs_f64();
         println!(
-            "{:<30} {:>9.0} {:>11.2} {:>14.0} {:>12.2}x",
+            "{:<30} {:>9.0} {:>11.2} {:>14.0} {:>13.0} {:>10.2}x {:>12.2}x",
             scenario.name(),
-            rate,
+            rate(fast),
             sim_ms as f64 / 1000.0 / seeds as f64,
-            sim_ms as f64 / 1000.0 / wall.as_secs_f64(),
-            rate / (seeds as f64 / idle.as_secs_f64()),
+            sim_ms as f64 / 1000.0 / fast.as_secs_f64(),
+            rate(polled),
+            rate(fast) / rate(polled),
+            rate(fast) / rate(idle),
         );
     }
 }
 
-/// Wall time of `seeds` idle worlds laid out as `scenario`'s, each run for
-/// `duration_ms` of simulated time.
-fn idle_worlds(scenario: &dyn Scenario, seeds: u64, duration_ms: u64) -> Duration {
+/// Wall time of `scenario` on `seeds` in `worlds`, and the simulated time
+/// the runs covered.
+fn runs(
+    worlds: &dyn WorldFactory,
+    scenario: &dyn Scenario,
+    reference: &Arc<dyn Protocol>,
+    seeds: std::ops::Range<u64>,
+) -> (Duration, u64) {
+    let started = Instant::now();
+    let mut sim_ms = 0;
+    for seed in seeds {
+        let record = run_one(worlds, scenario, reference.clone(), seed);
+        assert!(
+            !record.failed(),
+            "{} seed {seed}: the reference must pass: {:?} {:?}",
+            scenario.name(),
+            record.violated(),
+            record.error
+        );
+        sim_ms += record.history.as_ref().map_or(0, |h| h.end_ms);
+    }
+    (started.elapsed(), sim_ms)
+}
+
+/// Wall time of idle worlds laid out as `scenario`'s, one a seed, each run
+/// for `duration_ms` of simulated time with every host polled every tick.
+fn idle_worlds(scenario: &dyn Scenario, seeds: std::ops::Range<u64>, duration_ms: u64) -> Duration {
     let setup = scenario.setup();
     let started = Instant::now();
-    for seed in 0..seeds {
+    for seed in seeds {
         let mut world = WorldBuilder::new(seed)
+            .idle_fast_path(false)
             .tick_for_lease(setup.lease_ms)
             .workers(setup.workers)
             .replica(setup.replica)
+            .masters(setup.masters)
             .build()
             .expect("the scenario's own layout");
         for i in 0..setup.workers {

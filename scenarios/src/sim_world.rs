@@ -59,6 +59,23 @@ impl WorldFactory for SimWorlds {
     }
 }
 
+/// Builds simulated worlds that poll every host every tick, as turmoil does
+/// by itself: the same runs, byte for byte, as [`SimWorlds`] (which skips
+/// the poll of a host with nothing to do), only slower. The baseline of the
+/// harness bench and of the sweep-digest test.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct PolledSimWorlds;
+
+impl WorldFactory for PolledSimWorlds {
+    fn kind(&self) -> WorldKind {
+        WorldKind::Sim
+    }
+
+    fn build(&self, spec: &WorldSpec) -> Result<Box<dyn World>, WorldError> {
+        Ok(Box::new(SimWorld::build(spec, false)?))
+    }
+}
+
 /// The simulation behind the [`World`] contract.
 pub struct SimWorld {
     sim: Sim,
@@ -72,7 +89,14 @@ pub struct SimWorld {
 impl SimWorld {
     /// A simulated world laid out as `spec` asks.
     pub fn new(spec: &WorldSpec) -> Result<Self, WorldError> {
+        Self::build(spec, true)
+    }
+
+    /// [`SimWorld::new`], with the idle fast path on or off
+    /// ([`WorldBuilder::idle_fast_path`]).
+    fn build(spec: &WorldSpec, idle_fast_path: bool) -> Result<Self, WorldError> {
         let sim = WorldBuilder::new(spec.seed)
+            .idle_fast_path(idle_fast_path)
             .tick_for_lease(spec.lease_ms)
             .latency_ms(spec.latency_ms.0, spec.latency_ms.1)
             .workers(spec.workers)

@@ -120,7 +120,22 @@ pub fn stale_worker(seed: u64, tick_ms: u64, lease_ms: u64) -> Result<RunText, W
 /// worker 0 is paused past its lease once, and worker 1 loses its Redis
 /// replies for a while.
 pub fn contention(seed: u64, workers: usize, jobs: usize) -> Result<RunText, WorldError> {
-    let mut world = WorldBuilder::new(seed).workers(workers).build()?;
+    Ok(contention_with(seed, workers, jobs, true)?.0)
+}
+
+/// [`contention`] with the idle fast path on or off
+/// ([`WorldBuilder::idle_fast_path`]); also returns how many host ticks
+/// went unpolled.
+pub fn contention_with(
+    seed: u64,
+    workers: usize,
+    jobs: usize,
+    idle_fast_path: bool,
+) -> Result<(RunText, u64), WorldError> {
+    let mut world = WorldBuilder::new(seed)
+        .workers(workers)
+        .idle_fast_path(idle_fast_path)
+        .build()?;
     world.store().ensure_resource(RESOURCE);
     let config = LockConfig::builder()
         .lease_ms(300)
@@ -147,7 +162,7 @@ pub fn contention(seed: u64, workers: usize, jobs: usize) -> Result<RunText, Wor
         world.restore_redis_replies(1)?;
     }
     world.run_until_workers_done(Duration::from_secs(60))?;
-    Ok(finish(&world))
+    Ok((finish(&world), world.idle_ticks_unpolled()))
 }
 
 /// Steps until `inside` is raised, at most `limit_ms` of simulated time.

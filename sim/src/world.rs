@@ -135,6 +135,7 @@ pub struct WorldBuilder {
     duration_ms_max: u64,
     store_op_timeout_ms: u64,
     masters: usize,
+    idle_fast_path: bool,
 }
 
 impl WorldBuilder {
@@ -150,6 +151,7 @@ impl WorldBuilder {
             duration_ms_max: 600_000,
             store_op_timeout_ms: 500,
             masters: 1,
+            idle_fast_path: true,
         }
     }
 
@@ -202,6 +204,16 @@ impl WorldBuilder {
     /// Timeout of one call to the simulated store.
     pub fn store_op_timeout_ms(mut self, store_op_timeout_ms: u64) -> Self {
         self.store_op_timeout_ms = store_op_timeout_ms;
+        self
+    }
+
+    /// Whether a host with nothing to do in a step (no task ready, no timer
+    /// due within it) is advanced without a poll of its runtime (default:
+    /// on). The run is byte for byte the same either way; off polls every
+    /// host every tick, as turmoil does, and is the baseline the harness
+    /// bench and the sweep-digest test compare against.
+    pub fn idle_fast_path(mut self, on: bool) -> Self {
+        self.idle_fast_path = on;
         self
     }
 
@@ -404,6 +416,7 @@ impl World {
             .min_message_latency(Duration::from_millis(config.latency_min_ms))
             .max_message_latency(Duration::from_millis(config.latency_max_ms))
             .simulation_duration(Duration::from_millis(config.duration_ms_max))
+            .idle_fast_path(config.idle_fast_path)
             .build();
         let trace = Trace::new();
         let ownership = OwnershipLog::default();
@@ -509,6 +522,12 @@ impl World {
     /// Simulated time since the start.
     pub fn elapsed(&self) -> Duration {
         self.sim.elapsed()
+    }
+
+    /// Host ticks advanced without a poll because the host had nothing to
+    /// do (see [`WorldBuilder::idle_fast_path`]).
+    pub fn idle_ticks_unpolled(&self) -> u64 {
+        self.sim.idle_ticks_unpolled()
     }
 
     /// The run's trace.

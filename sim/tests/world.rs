@@ -51,6 +51,33 @@ fn same_seed_gives_a_byte_identical_trace() {
     );
 }
 
+/// The idle fast path (a host with nothing to do is advanced without a poll
+/// of its runtime) changes no byte of a run: the trace, the commands the
+/// servers ran and the ownership log are those of polling every host every
+/// tick. And it is taken: most host ticks of this workload are idle.
+#[test]
+fn skipping_the_poll_of_idle_hosts_changes_no_byte() {
+    let (mut unpolled, mut ticks_fast) = (0, 0);
+    for seed in 0..DETERMINISM_SEEDS {
+        let (fast, skipped) = workload::contention_with(seed, 3, 2, true).unwrap();
+        let (polled, none) = workload::contention_with(seed, 3, 2, false).unwrap();
+        assert_eq!(
+            fast.text, polled.text,
+            "seed {seed}: the fast path changed the run"
+        );
+        assert_eq!(
+            none, 0,
+            "seed {seed}: the fast path is off, every tick polls"
+        );
+        unpolled += skipped;
+        ticks_fast += 1;
+    }
+    assert!(
+        unpolled > ticks_fast * 1_000,
+        "the fast path was taken {unpolled} times in {ticks_fast} runs"
+    );
+}
+
 /// Set by the parent test: run one seed and print its trace hash.
 const CHILD_SEED_VAR: &str = "REDFENCE_SIM_CHILD_SEED";
 

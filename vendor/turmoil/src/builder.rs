@@ -100,6 +100,15 @@ impl Builder {
         self
     }
 
+    /// Whether a host with nothing to do in a step (no task ready, no timer
+    /// due before the step ends) has its runtime's state advanced directly
+    /// instead of polled (default: on). The simulation is the same either
+    /// way; off is for checking that it is (redfence patch).
+    pub fn idle_fast_path(&mut self, value: bool) -> &mut Self {
+        self.config.idle_fast_path = value;
+        self
+    }
+
     /// Which kind of network should be simulated.
     pub fn ip_version(&mut self, value: IpVersion) -> &mut Self {
         self.ip_version = value;

@@ -47,6 +47,10 @@ pub(crate) struct Config {
     /// simulation step
     pub(crate) random_node_order: bool,
 
+    /// Whether a host with nothing to do in a step skips the poll of its
+    /// runtime (redfence patch, see PATCHES.md). Same simulation either way.
+    pub(crate) idle_fast_path: bool,
+
     /// Filesystem configuration
     #[cfg(feature = "unstable-fs")]
     pub(crate) fs: FsConfig,
@@ -103,6 +107,7 @@ impl Default for Config {
             udp_capacity: 64,
             enable_tokio_io: false,
             random_node_order: false,
+            idle_fast_path: true,
             #[cfg(feature = "unstable-fs")]
             fs: FsConfig::default(),
         }

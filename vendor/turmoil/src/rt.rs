@@ -161,6 +161,26 @@ impl<'a> Rt<'a> {
     // that caused failure. Subsequent calls do not return the error as it is
     // expected to fail the simulation.
     pub(crate) fn tick(&mut self, duration: Duration) -> Result<bool> {
+        self.tick_polled(duration)
+    }
+
+    /// [`Rt::tick`], except that a runtime with nothing to do in this tick
+    /// (no task ready on its runtime or `LocalSet`, no timer due by the
+    /// tick's end) is advanced without a `block_on`: the patched tokio
+    /// moves its paused clock, timer wheel and scheduler counters exactly
+    /// as the polled tick would have (vendor/turmoil/PATCHES.md).
+    /// Returns, besides [`Rt::tick`]'s answer, whether the runtime was
+    /// polled.
+    pub(crate) fn tick_fast(&mut self, duration: Duration) -> Result<(bool, bool)> {
+        let finished = self.handle.as_ref().is_some_and(|handle| handle.is_finished());
+        if !finished && self.local.__sim_is_idle() && self.tokio.__sim_try_idle_tick(duration) {
+            self.local.__sim_count_idle_tick();
+            return Ok((self.handle.is_none(), false));
+        }
+        Ok((self.tick_polled(duration)?, true))
+    }
+
+    fn tick_polled(&mut self, duration: Duration) -> Result<bool> {
         self.tokio.block_on(async {
             self.local
                 .run_until(async {

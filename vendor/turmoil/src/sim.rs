@@ -35,6 +35,9 @@ pub struct Sim<'a> {
     elapsed: Duration,
 
     steps: usize,
+
+    /// Host ticks done without polling the host (redfence patch).
+    idle_ticks_unpolled: u64,
 }
 
 impl<'a> Sim<'a> {
@@ -51,12 +54,19 @@ impl<'a> Sim<'a> {
             since_epoch,
             elapsed: Duration::ZERO,
             steps: 1, // bumped after each step
+            idle_ticks_unpolled: 0,
         }
     }
 
     /// How much logical time has elapsed since the simulation started.
     pub fn elapsed(&self) -> Duration {
         self.elapsed
+    }
+
+    /// How many host ticks had nothing to do and were advanced without a
+    /// poll (redfence patch; 0 when the idle fast path is off).
+    pub fn idle_ticks_unpolled(&self) -> u64 {
+        self.idle_ticks_unpolled
     }
 
     /// The logical duration from [`UNIX_EPOCH`] until now.
@@ -452,7 +462,13 @@ impl<'a> Sim<'a> {
                 world.current_host_mut().timer.now(rt.now());
             }
 
-            let is_software_finished = World::enter(&self.world, || rt.tick(tick))?;
+            let is_software_finished = if self.config.idle_fast_path {
+                let (finished, polled) = World::enter(&self.world, || rt.tick_fast(tick))?;
+                self.idle_ticks_unpolled += u64::from(!polled);
+                finished
+            } else {
+                World::enter(&self.world, || rt.tick(tick))?
+            };
 
             if rt.is_client() {
                 is_finished = is_finished && is_software_finished;
