@@ -9,10 +9,12 @@
 //! repository's `target/`, so it never waits on the lock of the build that
 //! runs this test; its `Cargo.lock` is this workspace's, so it builds with
 //! the versions CI already has. One crate is fetched: this workspace patches
-//! turmoil (`vendor/turmoil`, same behaviour) and a `[patch]` does not reach
-//! a dependent crate, which gets turmoil 0.7.2 from crates.io as a team's
-//! would — so the build is not `--offline` (on a fresh machine the
-//! registry's copy was never downloaded).
+//! turmoil and tokio (`vendor/`, same behaviour) and a `[patch]` does not
+//! reach a dependent crate, which gets turmoil 0.7.2 and tokio from
+//! crates.io as a team's would — so the build is not `--offline` (on a
+//! fresh machine the registry's turmoil was never downloaded). This is also
+//! the test that the simulation builds and judges alike without the
+//! patches' idle-host fast path (`sim/build.rs`).
 
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};

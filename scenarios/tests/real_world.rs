@@ -121,10 +121,18 @@ fn stale_worker_pause_reference() {
     for seed in 0..2 {
         let record = run("stale-worker-pause", Arc::new(Reference), seed);
         assert_reference_passes(&record);
+        // On failure, the whole timeline: this is timing on real servers,
+        // and the run is gone once the test ends.
         assert!(
             record.metrics.fence_rejections >= 1,
-            "a stale write was refused: {}",
-            summary(&record)
+            "a stale write was refused: {}\n  metrics: {:?}\ntimeline:\n{}",
+            summary(&record),
+            record.metrics,
+            record
+                .history
+                .as_ref()
+                .map(redfence_scenarios::timeline::timeline)
+                .unwrap_or_default()
         );
     }
 }

@@ -211,7 +211,9 @@ impl WorldBuilder {
     /// due within it) is advanced without a poll of its runtime (default:
     /// on). The run is byte for byte the same either way; off polls every
     /// host every tick, as turmoil does, and is the baseline the harness
-    /// bench and the sweep-digest test compare against.
+    /// bench and the sweep-digest test compare against. Built outside this
+    /// workspace (a team's crate gets turmoil from crates.io, without the
+    /// patch) every host is polled whatever this says.
     pub fn idle_fast_path(mut self, on: bool) -> Self {
         self.idle_fast_path = on;
         self
@@ -409,15 +411,20 @@ struct LinkFaults {
 
 impl World {
     fn new(config: WorldBuilder) -> Self {
-        let mut sim = turmoil::Builder::new()
+        let mut builder = turmoil::Builder::new();
+        builder
             .rng_seed(seeds::derive(config.seed, stream::TURMOIL))
             .epoch(UNIX_EPOCH + Duration::from_secs(1_700_000_000))
             .tick_duration(Duration::from_millis(config.tick_ms))
             .min_message_latency(Duration::from_millis(config.latency_min_ms))
             .max_message_latency(Duration::from_millis(config.latency_max_ms))
-            .simulation_duration(Duration::from_millis(config.duration_ms_max))
-            .idle_fast_path(config.idle_fast_path)
-            .build();
+            .simulation_duration(Duration::from_millis(config.duration_ms_max));
+        // Only the workspace's patched turmoil has the fast path (build.rs).
+        #[cfg(turmoil_idle_fast_path)]
+        builder.idle_fast_path(config.idle_fast_path);
+        #[cfg(not(turmoil_idle_fast_path))]
+        let _ = config.idle_fast_path;
+        let mut sim = builder.build();
         let trace = Trace::new();
         let ownership = OwnershipLog::default();
         let store = StoreState::default();
@@ -526,8 +533,12 @@ impl World {
 
     /// Host ticks advanced without a poll because the host had nothing to
     /// do (see [`WorldBuilder::idle_fast_path`]).
+    /// Always 0 outside this workspace, where turmoil is unpatched.
     pub fn idle_ticks_unpolled(&self) -> u64 {
-        self.sim.idle_ticks_unpolled()
+        #[cfg(turmoil_idle_fast_path)]
+        return self.sim.idle_ticks_unpolled();
+        #[cfg(not(turmoil_idle_fast_path))]
+        0
     }
 
     /// The run's trace.
