@@ -49,6 +49,9 @@ pub(crate) const MEMORY_BYTES_MAX: usize = 256 * 1024 * 1024;
 pub(crate) const REPLY_DEPTH_MAX: usize = 1000;
 /// Most compiled chunks kept per thread (see [`BYTECODE`]).
 const BYTECODE_CACHE_MAX: usize = 1024;
+/// Most compiled scripts an engine keeps for the instances that take it
+/// after its first (see `lua_pool.rs`).
+const COMPILED_MAX: usize = 256;
 
 thread_local! {
     /// Compiled chunks (Lua 5.1 bytecode, debug info kept so errors name
@@ -405,10 +408,18 @@ pub(crate) struct LuaEngine {
     env: Table,
     /// Instructions executed by the current call (checked by the hook).
     instructions: Rc<Cell<u64>>,
+    /// The generator `math.random` reads: the instance's that holds this
+    /// engine ([`LuaEngine::use_rand`]).
+    rand: Rc<RefCell<Rand48>>,
+    /// Scripts compiled in this state, by body, kept across the instances
+    /// that take the engine from the pool (at most [`COMPILED_MAX`]).
+    compiled: RefCell<BTreeMap<Vec<u8>, Function>>,
 }
 
 impl LuaEngine {
-    pub(crate) fn new(rand: Rand48) -> mlua::Result<Self> {
+    /// A new state; `math.random` uses a generator of its own until
+    /// [`LuaEngine::use_rand`].
+    pub(crate) fn new() -> mlua::Result<Self> {
         // SAFETY: `debug` is needed by the error handler, as in Redis; the
         // prelude keeps it in a local and removes it from the globals, so
         // scripts never see it. No C modules can be loaded (no `package`).
@@ -419,7 +430,10 @@ impl LuaEngine {
             )
         };
         lua.set_memory_limit(MEMORY_BYTES_MAX)?;
+        let rand = Rc::new(RefCell::new(Rand48::new()));
+        let slot = rand.clone();
         let rand48 = lua.create_function(move |_, (op, seed): (String, Option<f64>)| {
+            let rand = slot.borrow();
             if op == "seed" {
                 rand.seed(seed.unwrap_or(0.0) as i32);
                 Ok(0.0)
@@ -469,16 +483,46 @@ impl LuaEngine {
             run,
             env,
             instructions,
+            rand,
+            compiled: RefCell::new(BTreeMap::new()),
         })
+    }
+
+    /// Makes `math.random` and `math.randomseed` use `rand`, the generator
+    /// of the instance that now holds this engine.
+    pub(crate) fn use_rand(&self, rand: Rand48) {
+        *self.rand.borrow_mut() = rand;
+    }
+
+    /// Puts the state back as a new one is for the next instance: no
+    /// `KEYS`/`ARGV`, no backend, the generator detached, garbage freed.
+    /// The compiled scripts stay (see `lua_pool.rs` for why that is safe).
+    pub(crate) fn reset(&self) -> mlua::Result<()> {
+        let globals = self.lua.globals();
+        globals.raw_set("KEYS", Value::Nil)?;
+        globals.raw_set("ARGV", Value::Nil)?;
+        self.set_backend.call::<()>(Value::Nil)?;
+        self.use_rand(Rand48::new());
+        self.instructions.set(0);
+        self.lua.gc_collect()
     }
 
     /// Compiles a script body as Redis does (chunk `@user_script`, text
     /// only). `Err` carries Lua's message, e.g. `user_script:1: ...`.
     pub(crate) fn compile(&self, body: &[u8]) -> Result<Function, String> {
-        load_cached(&self.lua, body, "@user_script", Some(&self.env)).map_err(|e| match e {
-            mlua::Error::SyntaxError { message, .. } => message,
-            other => other.to_string(),
-        })
+        if let Some(function) = self.compiled.borrow().get(body) {
+            return Ok(function.clone());
+        }
+        let function =
+            load_cached(&self.lua, body, "@user_script", Some(&self.env)).map_err(|e| match e {
+                mlua::Error::SyntaxError { message, .. } => message,
+                other => other.to_string(),
+            })?;
+        let mut compiled = self.compiled.borrow_mut();
+        if compiled.len() < COMPILED_MAX {
+            compiled.insert(body.to_vec(), function.clone());
+        }
+        Ok(function)
     }
 
     /// Runs `function` with `KEYS`/`ARGV`, `backend` serving `redis.call`.
@@ -727,7 +771,7 @@ mod tests {
 
     #[test]
     fn conversion_rules() {
-        let e = LuaEngine::new(Rand48::new()).unwrap();
+        let e = LuaEngine::new().unwrap();
         assert_eq!(
             eval(&e, "return {1,2,nil,3}"),
             Frame::Array(vec![Frame::Integer(1), Frame::Integer(2)])
@@ -777,7 +821,7 @@ mod tests {
 
     #[test]
     fn errors_are_worded_as_redis_words_them() {
-        let e = LuaEngine::new(Rand48::new()).unwrap();
+        let e = LuaEngine::new().unwrap();
         assert_eq!(
             eval(&e, "return redis.call('incr','k')"),
             Frame::error(
@@ -814,7 +858,7 @@ mod tests {
 
     #[test]
     fn runaway_scripts_are_stopped() {
-        let e = LuaEngine::new(Rand48::new()).unwrap();
+        let e = LuaEngine::new().unwrap();
         assert!(eval(&e, "while true do end").is_error());
         // The engine stays usable afterwards.
         assert_eq!(eval(&e, "return 7"), Frame::Integer(7));
@@ -825,7 +869,7 @@ mod tests {
     /// past the cap is an error, not 300 MB allocated.
     #[test]
     fn a_script_past_the_heap_cap_fails_even_after_a_call() {
-        let e = LuaEngine::new(Rand48::new()).unwrap();
+        let e = LuaEngine::new().unwrap();
         let over = MEMORY_BYTES_MAX + 44 * 1024 * 1024;
         for body in [
             format!("return #string.rep('x', {over})"),

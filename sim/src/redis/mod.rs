@@ -16,7 +16,8 @@
 //! `cmd` one file per command group, `err` their error texts; `exec` a
 //! handler's context; `dispatch` the checks before a handler (and MULTI
 //! queueing); `scripting` + `lua` EVAL and the Lua sandbox over
-//! `script_cache` (engine and compiled scripts); `replication`
+//! `script_cache` (engine and compiled scripts), whose engines come warm
+//! from `lua_pool`; `replication`
 //! primary→replica effects stream and WAIT over `repl_state` (role, feeds,
 //! offsets, effects on the wire); `instance` starting and promoting;
 //! `transport` the networks an instance lives on; `server` the state of one
@@ -46,6 +47,7 @@ pub mod frame;
 mod instance;
 mod keyspace;
 mod lua;
+mod lua_pool;
 mod repl_state;
 mod replay;
 mod replication;

@@ -12,6 +12,7 @@ use mlua::Function;
 use super::err;
 use super::frame::Frame;
 use super::lua::{LuaEngine, Rand48};
+use super::lua_pool;
 
 /// Most scripts cached at once; loading more is refused (OOM) rather than
 /// letting a runaway client grow the cache without bound.
@@ -39,7 +40,7 @@ impl Scripting {
 
     pub(crate) fn engine(&mut self) -> Result<&LuaEngine, Frame> {
         if self.engine.is_none() {
-            let engine = LuaEngine::new(self.rand.clone())
+            let engine = lua_pool::take(&self.rand)
                 .map_err(|e| Frame::error(format!("ERR cannot start Lua: {e}")))?;
             self.engine = Some(engine);
         }
@@ -67,6 +68,16 @@ impl Scripting {
     pub(crate) fn flush(&mut self) {
         // Functions reference the Lua state: drop them before it.
         self.cache.clear();
-        self.engine = None;
+        if let Some(engine) = self.engine.take() {
+            lua_pool::give_back(engine);
+        }
+    }
+}
+
+impl Drop for Scripting {
+    /// The instance ends (its server is dropped or restarted): its engine
+    /// goes back to the thread's pool for the next instance.
+    fn drop(&mut self) {
+        self.flush();
     }
 }
