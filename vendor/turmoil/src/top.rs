@@ -281,7 +281,8 @@ impl Topology {
             return;
         }
         for (pair, link) in &mut self.links {
-            if pair.0 == dst.addr || pair.1 == dst.addr {
+            // The count first: it is cheaper than two address compares.
+            if link.deliverable_count > 0 && (pair.0 == dst.addr || pair.1 == dst.addr) {
                 // A message the host refuses is sent back on the same link.
                 let before = link.deliverable_count;
                 link.deliver_messages(&self.config, rand, dst);
