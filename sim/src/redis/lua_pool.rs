@@ -38,7 +38,11 @@ thread_local! {
 /// An engine for a new instance whose `math.random` is `rand`: a warm one
 /// from this thread's pool, or a new one.
 pub(crate) fn take(rand: &Rand48) -> mlua::Result<LuaEngine> {
-    let warm = POOL.with(|pool| pool.borrow_mut().pop());
+    // `try_with`: during a thread's teardown the pool may be gone already.
+    let warm = POOL
+        .try_with(|pool| pool.try_borrow_mut().ok().and_then(|mut pool| pool.pop()))
+        .ok()
+        .flatten();
     let engine = match warm {
         Some(engine) => engine,
         None => LuaEngine::new()?,
@@ -53,9 +57,10 @@ pub(crate) fn give_back(engine: LuaEngine) {
     if std::thread::panicking() || engine.reset().is_err() {
         return;
     }
-    POOL.with(|pool| {
-        // `try_borrow_mut`: a thread being torn down may drop servers
-        // while its pool is already gone or in use; then just drop.
+    // `try_with`, `try_borrow_mut`: a thread being torn down may drop
+    // servers (and so hand engines back) while its pool is already gone or
+    // being dropped; then the engine is simply dropped.
+    let _ = POOL.try_with(|pool| {
         if let Ok(mut pool) = pool.try_borrow_mut() {
             if pool.len() < POOL_MAX {
                 pool.push(engine);
