@@ -95,8 +95,11 @@ impl SimWorld {
     /// [`SimWorld::new`], with the idle fast path on or off
     /// ([`WorldBuilder::idle_fast_path`]).
     fn build(spec: &WorldSpec, idle_fast_path: bool) -> Result<Self, WorldError> {
+        // Nothing here reads the servers' command log: the history is the
+        // recorder's and the ownership log's.
         let sim = WorldBuilder::new(spec.seed)
             .idle_fast_path(idle_fast_path)
+            .record_commands(false)
             .tick_for_lease(spec.lease_ms)
             .latency_ms(spec.latency_ms.0, spec.latency_ms.1)
             .workers(spec.workers)

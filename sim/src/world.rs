@@ -136,6 +136,7 @@ pub struct WorldBuilder {
     store_op_timeout_ms: u64,
     masters: usize,
     idle_fast_path: bool,
+    record_commands: bool,
 }
 
 impl WorldBuilder {
@@ -152,6 +153,7 @@ impl WorldBuilder {
             store_op_timeout_ms: 500,
             masters: 1,
             idle_fast_path: true,
+            record_commands: true,
         }
     }
 
@@ -216,6 +218,13 @@ impl WorldBuilder {
     /// patch) every host is polled whatever this says.
     pub fn idle_fast_path(mut self, on: bool) -> Self {
         self.idle_fast_path = on;
+        self
+    }
+
+    /// Whether the servers log every command they execute, as text
+    /// ([`World::commands`]; default: on). Off, the log stays empty.
+    pub fn record_commands(mut self, on: bool) -> Self {
+        self.record_commands = on;
         self
     }
 
@@ -430,7 +439,11 @@ impl World {
         let store = StoreState::default();
         let primary = RedisHandle::default();
 
-        let commands = CommandLog::new();
+        let commands = if config.record_commands {
+            CommandLog::new()
+        } else {
+            CommandLog::off()
+        };
         let (log, handle, cmds) = (ownership.clone(), primary.clone(), commands.clone());
         sim.host(PRIMARY_HOST, move || {
             serve_turmoil(
