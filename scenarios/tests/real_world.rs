@@ -116,25 +116,51 @@ fn mutual_exclusion_reference() {
     }
 }
 
+/// The reference passes on every real seed, and its fence refuses the stale
+/// write on at least [`REFUSED_SEEDS_MIN`] of them.
+///
+/// Why not on every seed: on real servers a successor can fail closed (a
+/// Redis or PostgreSQL call past its 150 ms timeout on a loaded machine)
+/// and never take a fence; the paused worker's write is then the newest
+/// and rightly accepted. Seen once in the real-suite loop while release
+/// builds loaded both cores: 3 fences for 4 workers, 2 writes accepted,
+/// every property held. The runs without a refusal are printed whole when
+/// too few refuse.
 #[test]
 fn stale_worker_pause_reference() {
-    for seed in 0..2 {
+    /// Real seeds tried before the refusal is called missing.
+    const REAL_SEEDS_MAX: u64 = 5;
+    /// Seeds whose stale write must be refused (the test asked 2 of 2
+    /// before).
+    const REFUSED_SEEDS_MIN: usize = 2;
+    let mut refused = 0;
+    let mut without = Vec::new();
+    for seed in 0..REAL_SEEDS_MAX {
         let record = run("stale-worker-pause", Arc::new(Reference), seed);
         assert_reference_passes(&record);
-        // On failure, the whole timeline: this is timing on real servers,
-        // and the run is gone once the test ends.
-        assert!(
-            record.metrics.fence_rejections >= 1,
-            "a stale write was refused: {}\n  metrics: {:?}\ntimeline:\n{}",
-            summary(&record),
-            record.metrics,
-            record
-                .history
-                .as_ref()
-                .map(redfence_scenarios::timeline::timeline)
-                .unwrap_or_default()
-        );
+        if record.metrics.fence_rejections >= 1 {
+            refused += 1;
+            if refused == REFUSED_SEEDS_MIN {
+                return;
+            }
+        } else {
+            without.push(format!(
+                "seed {seed}: {}\n  metrics: {:?}\ntimeline:\n{}",
+                summary(&record),
+                record.metrics,
+                record
+                    .history
+                    .as_ref()
+                    .map(redfence_scenarios::timeline::timeline)
+                    .unwrap_or_default()
+            ));
+        }
     }
+    panic!(
+        "a stale write was refused on {refused} of {REAL_SEEDS_MAX} real seeds, fewer than \
+         {REFUSED_SEEDS_MIN}; the runs without one:\n{}",
+        without.join("\n")
+    );
 }
 
 #[test]
