@@ -345,6 +345,20 @@ async fn a_snapshot_during_another_save_waits_for_it_and_takes_its_own() {
             "+OK\r\n"
         );
     }
+    // The premise needs the primary free of RDB children first: the
+    // replica's full sync at the cluster's start forks one, and a BGSAVE
+    // sent while it runs is refused (seen once in the real-suite loop).
+    // Bounded: at most 200 polls 50 ms apart.
+    let mut idle = false;
+    for _ in 0..200 {
+        let info = call(&primary, "INFO persistence").await.unwrap();
+        if info.contains("rdb_bgsave_in_progress:0") {
+            idle = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert!(idle, "the replica's sync child never ended");
     // A child that takes about 0.2 s a key: the delay is read at the fork,
     // so setting it back right after leaves only this child slow.
     let slow = "CONFIG SET rdb-key-save-delay 200000";
