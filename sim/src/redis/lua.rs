@@ -33,6 +33,9 @@
 
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
+use std::marker::PhantomData;
+use std::os::raw::c_int;
+use std::ptr::NonNull;
 use std::rc::Rc;
 
 use mlua::{Function, HookTriggers, Lua, LuaOptions, StdLib, Table, Value, VmState};
@@ -131,13 +134,14 @@ local function call(raise, ...)
   if n == 0 then
     return lib_error(raise, 'ERR Please specify at least one argument for this redis lib call')
   end
-  local argv = {}
+  -- One table from the varargs, then checked in place: `select(i, ...)`
+  -- per argument was a C call each (profiled: a third of this function).
+  local argv = {...}
   for i = 1, n do
-    local v = select(i, ...)
+    local v = argv[i]
     local t = type(v)
-    if t == 'string' then argv[i] = v
-    elseif t == 'number' then argv[i] = sformat('%.17g', v)
-    else
+    if t == 'number' then argv[i] = sformat('%.17g', v)
+    elseif t ~= 'string' then
       return lib_error(raise, 'ERR Lua redis lib command arguments must be strings or integers')
     end
   end
@@ -405,10 +409,65 @@ fn c_trampoline(lua: &Lua, implementation: Function) -> mlua::Result<Function> {
     }
 }
 
+/// What serves a script's `redis.call`: runs one command, returns its reply.
+pub(crate) type Backend<'a> = dyn Fn(&[Vec<u8>]) -> Frame + 'a;
+
+/// Where the engine's one `backend` function, made once with the engine,
+/// finds the backend of the script running now.
+///
+/// Why not a function made per call: `Lua::scope` and a Rust function
+/// created and destroyed for each script, with two Lua calls to install and
+/// remove it, were about a third of a script call (profiled: ~13,000 of
+/// ~41,000 instructions under hotspot-load).
+#[derive(Clone, Default)]
+struct BackendSlot(Rc<Cell<Option<NonNull<Backend<'static>>>>>);
+
+impl BackendSlot {
+    /// Serves `redis.call` with `backend` until the guard drops, which puts
+    /// back what was there before (scripts do not nest, but a slot that
+    /// restores cannot be left dangling by one that did).
+    fn install<'s>(&'s self, backend: &'s Backend<'_>) -> BackendGuard<'s> {
+        // SAFETY: only the lifetime is erased (same fat pointer). The
+        // pointer is stored for as long as the guard lives, the guard
+        // borrows `backend` for that long, and its drop removes the
+        // pointer; it is dereferenced only in `serve`, while installed.
+        let erased: NonNull<Backend<'static>> =
+            unsafe { std::mem::transmute::<NonNull<Backend<'_>>, _>(NonNull::from(backend)) };
+        let previous = self.0.replace(Some(erased));
+        BackendGuard {
+            slot: self,
+            previous,
+            _backend: PhantomData,
+        }
+    }
+
+    /// The installed backend's reply to `args`; `None` when no script runs.
+    fn serve(&self, args: &[Vec<u8>]) -> Option<Frame> {
+        let backend = self.0.get()?;
+        // SAFETY: installed, so alive (see `install`).
+        Some(unsafe { backend.as_ref() }(args))
+    }
+}
+
+/// Removes an installed backend when the script call ends, however it ends.
+struct BackendGuard<'s> {
+    slot: &'s BackendSlot,
+    previous: Option<NonNull<Backend<'static>>>,
+    _backend: PhantomData<&'s Backend<'s>>,
+}
+
+impl Drop for BackendGuard<'_> {
+    fn drop(&mut self) {
+        self.slot.0.set(self.previous);
+    }
+}
+
 /// One Lua state with the Redis environment installed.
 pub(crate) struct LuaEngine {
     pub lua: Lua,
-    set_backend: Function,
+    /// The backend of the script running now, read by the state's one
+    /// `backend` function.
+    backend: BackendSlot,
     run: Function,
     env: Table,
     /// Instructions executed by the current call (checked by the hook).
@@ -467,6 +526,25 @@ impl LuaEngine {
             wrapped.set(name, c_trampoline(&lua, implementation)?)?;
         }
         let (set_backend, run, env): (Function, Function, Table) = finish.call(wrapped)?;
+        let backend = BackendSlot::default();
+        let serving = backend.clone();
+        let backend_function = lua.create_function(move |lua, argv: Table| {
+            let mut args = Vec::with_capacity(argv.raw_len());
+            for i in 1..=argv.raw_len() {
+                let arg: mlua::LuaString = argv.raw_get(i)?;
+                args.push(arg.as_bytes().to_vec());
+            }
+            // Lua code runs only inside `run`, which installs a backend;
+            // without one, answer as an error rather than trust that.
+            let reply = serving
+                .serve(&args)
+                .unwrap_or_else(|| Frame::error("ERR redis.call with no script running"));
+            uncapped(lua, || match reply {
+                Frame::Error(text) => Ok((false, Value::String(lua.create_string(&text)?))),
+                reply => Ok((true, frame_to_lua(lua, &reply)?)),
+            })
+        })?;
+        set_backend.call::<()>(backend_function)?;
         let instructions = Rc::new(Cell::new(0u64));
         let counter = instructions.clone();
         lua.set_hook(
@@ -484,7 +562,7 @@ impl LuaEngine {
         )?;
         Ok(Self {
             lua,
-            set_backend,
+            backend,
             run,
             env,
             instructions,
@@ -500,13 +578,13 @@ impl LuaEngine {
     }
 
     /// Puts the state back as a new one is for the next instance: no
-    /// `KEYS`/`ARGV`, no backend, the generator detached, garbage freed.
+    /// `KEYS`/`ARGV`, the generator detached, garbage freed. (No backend is
+    /// installed between script calls.)
     /// The compiled scripts stay (see `lua_pool.rs` for why that is safe).
     pub(crate) fn reset(&self) -> mlua::Result<()> {
         let globals = self.lua.globals();
         globals.raw_set("KEYS", Value::Nil)?;
         globals.raw_set("ARGV", Value::Nil)?;
-        self.set_backend.call::<()>(Value::Nil)?;
         self.use_rand(Rand48::new());
         self.instructions.set(0);
         self.lua.gc_collect()
@@ -538,7 +616,7 @@ impl LuaEngine {
         sha: &str,
         keys: &[Vec<u8>],
         argv: &[Vec<u8>],
-        backend: &dyn Fn(&[Vec<u8>]) -> Frame,
+        backend: &Backend<'_>,
     ) -> Frame {
         match self.run_inner(function, sha, keys, argv, backend) {
             Ok(frame) => frame,
@@ -552,76 +630,78 @@ impl LuaEngine {
         sha: &str,
         keys: &[Vec<u8>],
         argv: &[Vec<u8>],
-        backend: &dyn Fn(&[Vec<u8>]) -> Frame,
+        backend: &Backend<'_>,
     ) -> mlua::Result<Frame> {
-        let lua = &self.lua;
-        let globals = lua.globals();
-        // Setting the globals too: with a cap, each raw_set is a protected
-        // call (profiled: ~4,500 instructions each).
-        self.uncapped(|| {
-            globals.raw_set("KEYS", self.string_array(keys)?)?;
-            globals.raw_set("ARGV", self.string_array(argv)?)
-        })?;
+        uncapped(&self.lua, || self.set_keys_argv(keys, argv))?;
         self.instructions.set(0);
-        lua.scope(|scope| {
-            // The function itself is Rust-made too (see `uncapped`).
-            let call = self.uncapped(|| {
-                scope.create_function(|lua, argv: Table| {
-                    let mut args = Vec::with_capacity(argv.raw_len());
-                    for i in 1..=argv.raw_len() {
-                        let arg: mlua::LuaString = argv.raw_get(i)?;
-                        args.push(arg.as_bytes().to_vec());
-                    }
-                    let reply = backend(&args);
-                    self.uncapped(|| match reply {
-                        Frame::Error(text) => Ok((false, Value::String(lua.create_string(&text)?))),
-                        reply => Ok((true, frame_to_lua(lua, &reply)?)),
-                    })
-                })
-            })?;
-            self.set_backend.call::<()>(call)?;
-            let result = self.run.call::<mlua::MultiValue>(function.clone());
-            self.set_backend.call::<()>(Value::Nil)?;
-            let mut values = result?.into_iter();
-            let ok = matches!(values.next(), Some(Value::Boolean(true)));
-            let value = values.next().unwrap_or(Value::Nil);
-            // Reading the reply only reads (raw gets, no metamethods, no
-            // script code), but with a cap each read that makes a key
-            // string is a protected call (profiled: ~5,600 instructions a
-            // reply).
-            self.uncapped(|| {
-                Ok(if ok {
-                    lua_to_frame(&value, 0)
-                } else {
-                    script_error(&value, sha)
-                })
+        let result = {
+            let _installed = self.backend.install(backend);
+            self.run.call::<mlua::MultiValue>(function.clone())
+        };
+        let mut values = result?.into_iter();
+        let ok = matches!(values.next(), Some(Value::Boolean(true)));
+        let value = values.next().unwrap_or(Value::Nil);
+        // Reading the reply only reads (raw gets, no metamethods, no script
+        // code), but with a cap each read that makes a key string is a
+        // protected call (profiled: ~5,600 instructions a reply).
+        uncapped(&self.lua, || {
+            Ok(if ok {
+                lua_to_frame(&value, 0)
+            } else {
+                script_error(&value, sha)
             })
         })
     }
 
-    /// Runs `build` without the Lua heap cap, then puts the cap back.
+    /// Sets the globals `KEYS` and `ARGV` to new arrays of `keys` and
+    /// `argv`, in one call into the state.
     ///
-    /// Why: with a cap set, mlua makes every string and table it creates
-    /// from Rust inside a protected call, and building `KEYS`, `ARGV` and
-    /// each `redis.call` reply that way was about a twentieth of a
-    /// simulated run (profiled: `string_array` at ~12,000 instructions a
-    /// call). What is built here is bounded by the request and the reply,
-    /// whose sizes the server already limits ([`ARRAY_LEN_MAX`] and the
-    /// frame parser's bounds); the script's own allocations stay capped.
-    fn uncapped<T>(&self, build: impl FnOnce() -> mlua::Result<T>) -> mlua::Result<T> {
-        self.lua.set_memory_limit(0)?;
-        let built = build();
-        self.lua.set_memory_limit(MEMORY_BYTES_MAX)?;
-        built
-    }
-
-    fn string_array(&self, items: &[Vec<u8>]) -> mlua::Result<Table> {
-        let table = self.lua.create_table_with_capacity(items.len(), 0)?;
-        for (i, item) in items.iter().enumerate() {
-            table.raw_set(i + 1, self.lua.create_string(item)?)?;
+    /// Why raw: through mlua's handles each string and table is a registry
+    /// reference made and dropped (profiled: ~3,500 instructions an array).
+    /// Raw sets on the real globals, as before, so no metamethod runs.
+    fn set_keys_argv(&self, keys: &[Vec<u8>], argv: &[Vec<u8>]) -> mlua::Result<()> {
+        assert!(
+            keys.len() + argv.len() <= ARRAY_LEN_MAX,
+            "a command's arguments are bounded"
+        );
+        // SAFETY: the closure owns nothing that needs dropping (it borrows
+        // the slices), so an allocation error may longjmp out of it into
+        // `exec_raw`'s protected call; it uses at most 3 stack slots (a C
+        // function is given 20) and leaves the stack as it found it.
+        unsafe {
+            self.lua.exec_raw::<()>((), |state| {
+                use mlua::ffi;
+                ffi::lua_pushvalue(state, ffi::LUA_GLOBALSINDEX);
+                for (name, items) in [(c"KEYS", keys), (c"ARGV", argv)] {
+                    ffi::lua_createtable(state, items.len() as c_int, 0);
+                    for (i, item) in items.iter().enumerate() {
+                        ffi::lua_pushlstring(state, item.as_ptr().cast(), item.len());
+                        ffi::lua_rawseti(state, -2, (i + 1) as ffi::lua_Integer);
+                    }
+                    ffi::lua_pushstring(state, name.as_ptr());
+                    ffi::lua_insert(state, -2);
+                    ffi::lua_rawset(state, -3);
+                }
+                ffi::lua_pop(state, 1);
+            })
         }
-        Ok(table)
     }
+}
+
+/// Runs `build` without the Lua heap cap, then puts the cap back.
+///
+/// Why: with a cap set, mlua makes every string and table it creates from
+/// Rust inside a protected call, and building `KEYS`, `ARGV` and each
+/// `redis.call` reply that way was about a twentieth of a simulated run
+/// (profiled: ~12,000 instructions an array). What is built
+/// here is bounded by the request and the reply, whose sizes the server
+/// already limits ([`ARRAY_LEN_MAX`] and the frame parser's bounds); the
+/// script's own allocations stay capped.
+fn uncapped<T>(lua: &Lua, build: impl FnOnce() -> mlua::Result<T>) -> mlua::Result<T> {
+    lua.set_memory_limit(0)?;
+    let built = build();
+    lua.set_memory_limit(MEMORY_BYTES_MAX)?;
+    built
 }
 
 /// Redis→Lua for a `redis.call` reply (errors are handled by the caller).
@@ -896,5 +976,43 @@ mod tests {
             eval(&e, "redis.call('ping'); return #string.rep('x', 1024)"),
             Frame::Integer(1024)
         );
+    }
+    #[test]
+    fn each_call_is_served_by_its_own_backend_and_none_is_left_installed() {
+        let e = LuaEngine::new().unwrap();
+        let f = e
+            .compile(b"return {redis.call('get', KEYS[1]), ARGV[1], #KEYS, #ARGV}")
+            .unwrap();
+        let keys = [b"k".to_vec()];
+        for (backend_value, argv) in [
+            (b"one".to_vec(), b"a".to_vec()),
+            (b"two".to_vec(), b"b".to_vec()),
+        ] {
+            let seen = RefCell::new(Vec::new());
+            let reply = e.run(&f, "sha", &keys, std::slice::from_ref(&argv), &|args| {
+                seen.borrow_mut().push(args.to_vec());
+                Frame::Bulk(backend_value.clone())
+            });
+            assert_eq!(
+                reply,
+                Frame::Array(vec![
+                    Frame::Bulk(backend_value.clone()),
+                    Frame::Bulk(argv),
+                    Frame::Integer(1),
+                    Frame::Integer(1),
+                ])
+            );
+            assert_eq!(*seen.borrow(), vec![vec![b"get".to_vec(), b"k".to_vec()]]);
+            assert!(
+                e.backend.0.get().is_none(),
+                "the backend is removed on return"
+            );
+        }
+        // A script that raises leaves nothing installed either.
+        let raised = eval(&e, "redis.call('nope'); return 1");
+        assert!(raised.is_error(), "{raised:?}");
+        assert!(e.backend.0.get().is_none());
+        // Between scripts there is no backend to serve a call.
+        assert!(e.backend.serve(&[b"ping".to_vec()]).is_none());
     }
 }
