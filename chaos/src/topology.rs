@@ -705,6 +705,15 @@ impl RealCluster {
             .unwrap_or_default()
     }
 
+    /// Everything the sentinels announced so far, in arrival order (empty
+    /// with the scripted failover).
+    pub fn sentinel_announcements(&self) -> Vec<sentinel::Announcement> {
+        self.sentinel
+            .as_ref()
+            .map(|side| side.announcements.seen())
+            .unwrap_or_default()
+    }
+
     /// The sentinels' addresses (empty with the scripted failover).
     pub fn sentinel_addrs(&self) -> Vec<String> {
         self.sentinel
@@ -1376,6 +1385,24 @@ impl RealCluster {
         // disabled proxy closes its connections and carries nothing more.
         let closed = self.close_worker_redis_paths().await;
         let stopped = self.state.lock().await.stopped.clone();
+        if let Some(side) = &self.sentinel {
+            // Sentinel re-pointing the replica past the replication proxy
+            // bypasses a replication cut and closes the replica's monitor:
+            // say so by name rather than leave only the closed connection.
+            for fix in side
+                .announcements
+                .seen()
+                .iter()
+                .filter(|a| a.event == sentinel::FIX_SLAVE_CONFIG)
+            {
+                self.recorders[RedisNode::Replica.index()].gap(format!(
+                    "Sentinel re-pointed a replica at the primary's own address ({} {} at {} µs \
+                     Unix time): replication no longer went through the harness's proxy, and \
+                     the replica's MONITOR connection was closed",
+                    fix.event, fix.text, fix.unix_us
+                ));
+            }
+        }
         let mut tapes = Vec::with_capacity(self.redis_addrs.len());
         for (index, addr) in self.redis_addrs.iter().enumerate() {
             let node = RedisNode::at(index);

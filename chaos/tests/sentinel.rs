@@ -10,6 +10,9 @@
 mod common;
 
 use common::call;
+use std::time::Duration;
+
+use redfence_chaos::sentinel::{FAILOVER_TIMEOUT_MS, FIX_SLAVE_CONFIG};
 use redfence_chaos::{ChaosConfig, FailoverKind, Path, RealCluster, RedisNode};
 
 async fn sentinel_cluster(mut config: ChaosConfig) -> RealCluster {
@@ -107,4 +110,47 @@ async fn local_sentinel_promotes_the_replica_and_faults_still_reach_the_worker()
 async fn container_sentinel_promotes_the_replica_and_faults_still_reach_the_worker() {
     let config = ChaosConfig::containers_local_image();
     sentinel_promotes_and_faults_still_reach_the_worker(sentinel_cluster(config).await).await;
+}
+
+/// The replica replicates through the harness's replication proxy, an
+/// address Sentinel does not monitor, and Sentinel "fixes" such a replica
+/// (`+fix-slave-config`: re-points it at the primary, past the proxy, and
+/// closes its clients, the monitor among them) once `failover-timeout` has
+/// passed and it next reads the replica's INFO (every 10 s). With the old
+/// 10 s timeout that happened within 20 s of the start, seen once in the
+/// real-suite loop on a slow start. Waits past that (bounded: 25 s) and
+/// checks the replica was left alone and its recording is whole.
+#[tokio::test]
+async fn sentinel_leaves_the_proxied_replica_alone() {
+    const WAIT_MS: u64 = 25_000;
+    // The timeout is what keeps Sentinel away, so it must outlast the wait.
+    const { assert!(FAILOVER_TIMEOUT_MS > 10 * WAIT_MS) };
+    let cluster = sentinel_cluster(ChaosConfig::local_from_env().expect("config")).await;
+    let primary_url = cluster.redis_node_url(RedisNode::Primary).expect("primary");
+    let replica_url = cluster.redis_node_url(RedisNode::Replica).expect("replica");
+    tokio::time::sleep(Duration::from_millis(WAIT_MS)).await;
+    let fixes: Vec<_> = cluster
+        .sentinel_announcements()
+        .into_iter()
+        .filter(|a| a.event == FIX_SLAVE_CONFIG)
+        .collect();
+    assert!(
+        fixes.is_empty(),
+        "Sentinel re-pointed the replica: {fixes:?}"
+    );
+    let info = call(&replica_url, "INFO replication").await.expect("info");
+    let primary_port = common::addr(&primary_url)
+        .rsplit_once(':')
+        .map(|(_, port)| port.to_owned())
+        .expect("a port");
+    assert!(info.contains("master_link_status:up"), "{info}");
+    assert!(
+        !info.contains(&format!("master_port:{primary_port}\r\n")),
+        "the replica replicates from the primary itself, past the proxy: {info}"
+    );
+    let tapes = cluster.redis_tapes().await;
+    for tape in &tapes {
+        assert!(tape.tape.gaps.is_empty(), "{:?}", tape.tape.gaps);
+    }
+    cluster.shutdown().await;
 }
