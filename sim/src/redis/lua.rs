@@ -33,7 +33,6 @@
 
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
-use std::marker::PhantomData;
 use std::os::raw::c_int;
 use std::ptr::NonNull;
 use std::rc::Rc;
@@ -423,37 +422,36 @@ pub(crate) type Backend<'a> = dyn Fn(&[Vec<u8>]) -> Frame + 'a;
 struct BackendSlot(Rc<Cell<Option<NonNull<Backend<'static>>>>>);
 
 impl BackendSlot {
-    /// Serves `redis.call` with `backend` until the guard drops, which puts
-    /// back what was there before (scripts do not nest, but a slot that
-    /// restores cannot be left dangling by one that did).
-    fn install<'s>(&'s self, backend: &'s Backend<'_>) -> BackendGuard<'s> {
+    /// Runs `call` with `redis.call` served by `backend`, then puts back
+    /// what the slot held before, however `call` ends (scripts do not nest,
+    /// but a slot that restores cannot be left dangling by one that did).
+    /// A closure, not a guard handed out: nothing can forget to remove it.
+    fn serving<R>(&self, backend: &Backend<'_>, call: impl FnOnce() -> R) -> R {
         // SAFETY: only the lifetime is erased (same fat pointer). The
-        // pointer is stored for as long as the guard lives, the guard
-        // borrows `backend` for that long, and its drop removes the
-        // pointer; it is dereferenced only in `serve`, while installed.
+        // pointer is stored while `call` runs, `backend` outlives this
+        // function, and the guard below removes the pointer before it
+        // returns or unwinds; it is dereferenced only in `serve`.
         let erased: NonNull<Backend<'static>> =
             unsafe { std::mem::transmute::<NonNull<Backend<'_>>, _>(NonNull::from(backend)) };
-        let previous = self.0.replace(Some(erased));
-        BackendGuard {
+        let _restore = BackendGuard {
             slot: self,
-            previous,
-            _backend: PhantomData,
-        }
+            previous: self.0.replace(Some(erased)),
+        };
+        call()
     }
 
     /// The installed backend's reply to `args`; `None` when no script runs.
     fn serve(&self, args: &[Vec<u8>]) -> Option<Frame> {
         let backend = self.0.get()?;
-        // SAFETY: installed, so alive (see `install`).
+        // SAFETY: installed, so alive (see `serving`).
         Some(unsafe { backend.as_ref() }(args))
     }
 }
 
-/// Removes an installed backend when the script call ends, however it ends.
+/// Puts back what the slot held when a script call ends, however it ends.
 struct BackendGuard<'s> {
     slot: &'s BackendSlot,
     previous: Option<NonNull<Backend<'static>>>,
-    _backend: PhantomData<&'s Backend<'s>>,
 }
 
 impl Drop for BackendGuard<'_> {
@@ -632,12 +630,16 @@ impl LuaEngine {
         argv: &[Vec<u8>],
         backend: &Backend<'_>,
     ) -> mlua::Result<Frame> {
+        // Before the cap is lifted: a panic there would leave it off.
+        assert!(
+            keys.len() + argv.len() <= ARRAY_LEN_MAX,
+            "a command's arguments are bounded"
+        );
         uncapped(&self.lua, || self.set_keys_argv(keys, argv))?;
         self.instructions.set(0);
-        let result = {
-            let _installed = self.backend.install(backend);
+        let result = self.backend.serving(backend, || {
             self.run.call::<mlua::MultiValue>(function.clone())
-        };
+        });
         let mut values = result?.into_iter();
         let ok = matches!(values.next(), Some(Value::Boolean(true)));
         let value = values.next().unwrap_or(Value::Nil);
@@ -660,19 +662,17 @@ impl LuaEngine {
     /// reference made and dropped (profiled: ~3,500 instructions an array).
     /// Raw sets on the real globals, as before, so no metamethod runs.
     fn set_keys_argv(&self, keys: &[Vec<u8>], argv: &[Vec<u8>]) -> mlua::Result<()> {
-        assert!(
-            keys.len() + argv.len() <= ARRAY_LEN_MAX,
-            "a command's arguments are bounded"
-        );
+        debug_assert!(keys.len() + argv.len() <= ARRAY_LEN_MAX);
         // SAFETY: the closure owns nothing that needs dropping (it borrows
-        // the slices), so an allocation error may longjmp out of it into
+        // the slices and iterates by reference, so no iterator with a `Drop`
+        // is live), so an allocation error may longjmp out of it into
         // `exec_raw`'s protected call; it uses at most 3 stack slots (a C
         // function is given 20) and leaves the stack as it found it.
         unsafe {
             self.lua.exec_raw::<()>((), |state| {
                 use mlua::ffi;
                 ffi::lua_pushvalue(state, ffi::LUA_GLOBALSINDEX);
-                for (name, items) in [(c"KEYS", keys), (c"ARGV", argv)] {
+                for &(name, items) in &[(c"KEYS", keys), (c"ARGV", argv)] {
                     ffi::lua_createtable(state, items.len() as c_int, 0);
                     for (i, item) in items.iter().enumerate() {
                         ffi::lua_pushlstring(state, item.as_ptr().cast(), item.len());

@@ -11,7 +11,7 @@
 //! Why the reuse cannot carry state from one instance to the next: scripts
 //! run in the sandbox, whose globals and library tables are read-only even
 //! to `rawset` (see `lua.rs`), so a script leaves nothing behind but
-//! garbage; `KEYS` and `ARGV` are removed on return; `math.random` reads
+//! garbage; `KEYS` and `ARGV` are removed by the reset; `math.random` reads
 //! the generator of the instance that holds the engine (swapped on take);
 //! a compiled script is a closure over the read-only sandbox, pure as its
 //! text; and a full collection on return frees what the last instance
