@@ -41,19 +41,23 @@ pub const QUORUM: usize = 2;
 /// so a scenario's failover completes in seconds (production often uses
 /// 5–30 s; the shape of the failover is the same).
 pub const DOWN_AFTER_MS: u64 = 1_000;
-/// Sentinel's failover timeout. Besides bounding a failover (and the wait
-/// before another after a failed one), it is how long Sentinel leaves a
-/// replica alone whose primary address differs from the one Sentinel
-/// monitors before it "fixes" it (`+fix-slave-config`: `REPLICAOF` the
-/// monitored address, then `CLIENT KILL TYPE normal`). Here the replica
-/// always differs: it replicates through the harness's replication proxy,
-/// so that replication can be cut. At 10 s, a slow start on a loaded
-/// machine let Sentinel re-point the replica past the proxy, and kill the
-/// replica's monitor, before the failover (seen once in the real-suite
-/// loop, containers provider). So it is far longer than any scenario runs
-/// before its failover; [`PROMOTION_TIMEOUT_MS`] still bounds the failover
-/// itself, and a fix that happens anyway is a named gap ([`FIX_SLAVE_CONFIG`]).
+/// Sentinel's failover timeout while the primary is up. Besides bounding a
+/// failover, it is how long Sentinel leaves a replica alone whose primary
+/// address differs from the one Sentinel monitors before it "fixes" it
+/// (`+fix-slave-config`: `REPLICAOF` the monitored address, then `CLIENT
+/// KILL TYPE normal`). Here the replica always differs: it replicates
+/// through the harness's replication proxy, so that replication can be cut.
+/// At 10 s, a slow start on a loaded machine let Sentinel re-point the
+/// replica past the proxy, and kill the replica's monitor, before the
+/// failover (seen once in the real-suite loop, containers provider). So it
+/// is far longer than any scenario runs before its failover; a fix that
+/// happens anyway is a named gap ([`FIX_SLAVE_CONFIG`]).
 pub const FAILOVER_TIMEOUT_MS: u64 = 600_000;
+/// Sentinel's failover timeout once it sees the primary down
+/// ([`lower_failover_timeout`]): a failed attempt (a split vote, say) is
+/// retried after twice this, within [`PROMOTION_TIMEOUT_MS`]; at
+/// [`FAILOVER_TIMEOUT_MS`] it would be retried after 20 minutes.
+pub const FAILOVER_TIMEOUT_DOWN_MS: u64 = 10_000;
 /// Sentinel's announcement that it re-pointed a replica at the address it
 /// monitors (see [`FAILOVER_TIMEOUT_MS`]).
 pub const FIX_SLAVE_CONFIG: &str = "+fix-slave-config";
@@ -130,6 +134,41 @@ pub async fn master_addr(sentinels: &[String]) -> Result<String> {
         waited: Duration::from_millis(QUESTION_TIMEOUT_MS),
         last_error: last.unwrap_or_else(|| "no sentinel".into()),
     })
+}
+
+/// Lowers sentinel `addr`'s failover timeout to [`FAILOVER_TIMEOUT_DOWN_MS`]
+/// once it sees the primary down; whether it did (false: not down yet).
+///
+/// Why only then: `+fix-slave-config` needs the primary to look sane, and
+/// a primary a sentinel marks down does not, so from that moment the short
+/// timeout can no longer re-point the proxied replica (see
+/// [`FAILOVER_TIMEOUT_MS`]). Sentinel reads the timeout live, so a failover
+/// already under way is bounded by the new value too.
+pub async fn lower_failover_timeout(addr: &str) -> Result<bool> {
+    let flags = master_field(addr, "flags").await?.unwrap_or_default();
+    if !flags.split(',').any(|f| f == "s_down" || f == "o_down") {
+        return Ok(false);
+    }
+    let mut set = redis::cmd("SENTINEL");
+    set.arg("set")
+        .arg(MASTER_NAME)
+        .arg("failover-timeout")
+        .arg(FAILOVER_TIMEOUT_DOWN_MS);
+    ask::<()>(addr, set).await?;
+    Ok(true)
+}
+
+/// One field of what sentinel `addr` says of the master (`SENTINEL MASTER`:
+/// `flags`, `failover-timeout`, …); `None` when it has no such field.
+pub async fn master_field(addr: &str, field: &str) -> Result<Option<String>> {
+    let mut master = redis::cmd("SENTINEL");
+    master.arg("master").arg(MASTER_NAME);
+    let fields: Vec<String> = ask(addr, master).await?;
+    Ok(fields
+        .chunks(2)
+        .find(|pair| pair[0] == field)
+        .and_then(|pair| pair.get(1))
+        .cloned())
 }
 
 /// What sentinel `addr` knows: the other sentinels and the replicas it has

@@ -1298,6 +1298,10 @@ impl RealCluster {
         self.hold_proxies(RedisNode::Primary, 0).await?;
         let sentinels = side.addrs.clone();
         let replica_addr = replica.to_owned();
+        // Which sentinels have had their failover timeout lowered, each
+        // once it sees the primary down (see `lower_failover_timeout`).
+        let lowered: Arc<Vec<AtomicBool>> =
+            Arc::new(sentinels.iter().map(|_| AtomicBool::new(false)).collect());
         until_ready(
             "Sentinel's promotion",
             sentinel::PROMOTION_TIMEOUT_MS,
@@ -1305,7 +1309,17 @@ impl RealCluster {
                 let sentinels = sentinels.clone();
                 let replica = replica_addr.clone();
                 let announcements = side.announcements.clone();
+                let lowered = lowered.clone();
                 async move {
+                    // Best effort: a sentinel that does not answer now is
+                    // asked again at the next probe.
+                    for (sentinel, done) in sentinels.iter().zip(lowered.iter()) {
+                        if !done.load(Ordering::SeqCst)
+                            && matches!(sentinel::lower_failover_timeout(sentinel).await, Ok(true))
+                        {
+                            done.store(true, Ordering::SeqCst);
+                        }
+                    }
                     let master = sentinel::master_addr(&sentinels)
                         .await
                         .map_err(|e| Probe::NotYet(e.to_string()))?;

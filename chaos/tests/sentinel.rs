@@ -12,7 +12,7 @@ mod common;
 use common::call;
 use std::time::Duration;
 
-use redfence_chaos::sentinel::{FAILOVER_TIMEOUT_MS, FIX_SLAVE_CONFIG};
+use redfence_chaos::sentinel::{self, FAILOVER_TIMEOUT_MS, FIX_SLAVE_CONFIG};
 use redfence_chaos::{ChaosConfig, FailoverKind, Path, RealCluster, RedisNode};
 
 async fn sentinel_cluster(mut config: ChaosConfig) -> RealCluster {
@@ -60,6 +60,19 @@ async fn sentinel_promotes_and_faults_still_reach_the_worker(cluster: RealCluste
     assert!(promoted.1.contains("replication offset"), "{promoted:?}");
     let role = call(&replica_url, "ROLE").await.expect("role");
     assert!(role.contains("master"), "{role}");
+    // The sentinels that saw the primary down (a quorum at least) had their
+    // failover timeout lowered from the long one that keeps them off the
+    // proxied replica, so a failed attempt is retried in time.
+    let mut lowered = 0;
+    for sentinel in cluster.sentinel_addrs() {
+        let timeout = sentinel::master_field(&sentinel, "failover-timeout")
+            .await
+            .expect("SENTINEL MASTER");
+        if timeout.as_deref() == Some(sentinel::FAILOVER_TIMEOUT_DOWN_MS.to_string().as_str()) {
+            lowered += 1;
+        }
+    }
+    assert!(lowered >= sentinel::QUORUM, "{lowered} sentinels lowered");
     assert_eq!(cluster.current_primary().await, RedisNode::Replica);
 
     // After: the worker, asking Sentinel, dials its proxy to the promoted
