@@ -19,7 +19,6 @@ _KEY_PREFIX to lock.key's part before its first ':' and passes the rest as
 Owner: `_uuid`, the str(uuid4()) Redlock SETs on the key, fresh per attempt.
 """
 
-import redis
 from pottery import QuorumIsImpossible, Redlock, ReleaseUnlockedLock
 from redis.exceptions import RedisError
 
@@ -38,8 +37,7 @@ def setup(init):
     lock = init["lock"]
     cls, key = redlock_class(lock["key"])
     op_s = lock["op_timeout_ms"] / 1000
-    client = redis.Redis.from_url(init["redis"]["url"], socket_timeout=op_s,
-                                  socket_connect_timeout=op_s)
+    client = rf.redis_client(init, socket_timeout=op_s, socket_connect_timeout=op_s)
     probe = cls(key=key, masters={client})
     if probe.key != lock["key"]:
         raise ValueError(f"Redlock would lock {probe.key!r}, not {lock['key']!r}")

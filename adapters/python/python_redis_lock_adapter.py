@@ -20,7 +20,6 @@ socket timeout must outlast it: deadline + op_timeout.
 
 import math
 
-import redis
 import redis_lock
 from redis.exceptions import RedisError
 
@@ -47,8 +46,7 @@ def setup(init):
                        "acquire deadline %d ms -> timeout=%d s",
                        lock["lease_ms"], expire_s, lock["acquire_deadline_ms"], wait_s)
     op_s = lock["op_timeout_ms"] / 1000
-    client = redis.StrictRedis.from_url(init["redis"]["url"], socket_timeout=wait_s + op_s,
-                                        socket_connect_timeout=op_s)
+    client = rf.redis_client(init, socket_timeout=wait_s + op_s, socket_connect_timeout=op_s)
     return client, lock, expire_s, wait_s
 
 

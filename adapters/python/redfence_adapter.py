@@ -32,7 +32,8 @@ Everything is bounded: a line is at most 64 KiB both ways, at most
 MAX_JOBS jobs and MAX_PENDING requests are outstanding, every wait has a
 timeout. stdout carries protocol lines only: file descriptor 1 is moved
 aside at import and replaced by stderr, so a library (or C code) that prints
-cannot corrupt the stream. Library logs go to stderr. Standard library only.
+cannot corrupt the stream. Library logs go to stderr. Standard library only,
+but for `redis_client()`, which imports redis-py when it is called.
 """
 
 import importlib.metadata
@@ -161,6 +162,44 @@ def describe(error):
     """An exception as short detail text (some libraries put whole clients in theirs)."""
     text = f"{type(error).__name__}: {error}"
     return text if len(text) <= 300 else text[:300] + "..."
+
+
+def redis_client(init, **kwargs):
+    """The redis-py client for the worker's Redis path, with `kwargs` (socket
+    timeouts, say) for its connections.
+
+    Without `init["sentinel"]`: `redis.Redis.from_url(init["redis"]["url"])`.
+    With it (the servers fail over by Sentinel): the client redis-py documents
+    for Sentinel, `Sentinel(sentinels).master_for(master_name)`, which asks
+    the sentinels where the master is whenever it connects. Sentinel answers
+    with the node's real address; the harness's routes translate it to this
+    worker's own path to that node, so its faults still reach the worker. An
+    address no route knows is an error, never dialled (that would bypass
+    the faults)."""
+    import redis
+    from redis.sentinel import MasterNotFoundError, Sentinel
+
+    sentinel = init.get("sentinel")
+    if not sentinel:
+        return redis.Redis.from_url(init["redis"]["url"], **kwargs)
+    routes = {route["from"]: route["to"] for route in sentinel["routes"]}
+
+    def host_port(address):
+        host, _, port = address.rpartition(":")
+        return host, int(port)
+
+    class RoutedSentinel(Sentinel):
+        def discover_master(self, service_name):
+            host, port = super().discover_master(service_name)
+            to = routes.get(f"{host}:{port}")
+            if to is None:
+                raise MasterNotFoundError(
+                    f"Sentinel named {host}:{port} as the master, which no route of this worker leads to")
+            return host_port(to)
+
+    timeouts = {k: v for k, v in kwargs.items() if k in ("socket_timeout", "socket_connect_timeout")}
+    manager = RoutedSentinel([host_port(a) for a in sentinel["sentinels"]], sentinel_kwargs=timeouts)
+    return manager.master_for(sentinel["master_name"], **kwargs)
 
 
 def work(msg):

@@ -12,7 +12,6 @@ Owner: the token redis-py SETs on the key is `lock.local.token` (bytes, a
 uuid1 hex; thread-local, and each job runs in its own thread).
 """
 
-import redis
 from redis.exceptions import LockNotOwnedError, RedisError
 
 import redfence_adapter as rf
@@ -23,8 +22,7 @@ def setup(init):
     op_s = lock["op_timeout_ms"] / 1000
     # Lazy: redis-py connects on the first command. The socket timeouts are
     # the scenario's per-operation bound; retries stay redis-py's defaults.
-    client = redis.Redis.from_url(init["redis"]["url"], socket_timeout=op_s,
-                                  socket_connect_timeout=op_s)
+    client = rf.redis_client(init, socket_timeout=op_s, socket_connect_timeout=op_s)
     return client, lock
 
 

@@ -221,6 +221,25 @@ pub struct WirePaths {
     pub redis_addr: String,
     /// The worker's own PostgreSQL proxy, as a connection URL.
     pub postgres_url: String,
+    /// With Sentinel deciding failovers: how the worker finds the master.
+    pub sentinel: Option<SentinelPaths>,
+}
+
+/// How a worker of its own process finds the master through Sentinel and
+/// still reaches every data node through its own fault-injected paths:
+/// Sentinel answers with a node's real address, which the worker
+/// translates with `routes` before it dials (dialling the real address
+/// would bypass its faults).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SentinelPaths {
+    /// The name the sentinels monitor the master under.
+    pub master_name: String,
+    /// The sentinels' addresses, `host:port`, asked in order. Direct: a
+    /// fault on a worker's path is on its data, not on its questions.
+    pub sentinels: Vec<String>,
+    /// `(a data node's real address, the worker's path to it)`, one per
+    /// data node.
+    pub routes: Vec<(String, String)>,
 }
 
 /// What happens to a worker as a whole, for parts of it that are not

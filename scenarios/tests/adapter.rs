@@ -312,3 +312,138 @@ fn python_locks_without_fences_accept_the_stale_write_after_a_pause() {
         assert_no_adapter_left(&adapter);
     }
 }
+
+/// With Sentinel deciding the failover (`REDFENCE_FAILOVER=sentinel`), an
+/// adapter follows the master the way a deployed client does — it asks
+/// Sentinel — and dials the route `init` gives for the address Sentinel
+/// names, so after the promotion its traffic still goes through its own
+/// tap and fault proxy. Checked for the reference adapter and for redis-py
+/// through the Python helper (`redfence_adapter.redis_client`): Sentinel
+/// marked the primary down and promoted the replica; after that, the
+/// worker's acquire was seen on its tap (the wire is the only place an
+/// adapter's op is recorded) with a token the promoted node then held; and
+/// the reference passes.
+///
+/// The redis-py job flow here waits out a failover (it retries a refused
+/// acquire until its deadline): the shipped `redis_py_lock.py` fails a job
+/// at once while Sentinel names no master, and its 24 jobs are used up
+/// before Sentinel promotes, so no job of it would be left to show the way
+/// to the promoted node.
+#[test]
+fn adapters_follow_a_sentinel_failover_through_their_own_paths() {
+    let mut config = redfence_chaos::ChaosConfig::local_from_env().expect("config");
+    config.failover = redfence_chaos::FailoverKind::Sentinel;
+    let worlds = RealWorlds::new(config);
+    let scenario = catalog::by_name("failover-counter-regression").expect("in the catalog");
+    let dir = std::env::temp_dir().join(format!("redfence-patient-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let patient = dir.join("patient_redis_py.py");
+    std::fs::write(
+        &patient,
+        format!(
+            r#"import sys, time
+sys.path.insert(0, {lib:?})
+import redfence_adapter as rf
+from redis.exceptions import ConnectionError, RedisError
+
+def setup(init):
+    lock = init["lock"]
+    op_s = lock["op_timeout_ms"] / 1000
+    return rf.redis_client(init, socket_timeout=op_s, socket_connect_timeout=op_s), lock
+
+def job(ctx, msg):
+    client, s = ctx
+    deadline = time.monotonic() + s["acquire_deadline_ms"] / 1000
+    while True:
+        lock = client.lock(s["key"], timeout=s["lease_ms"] / 1000,
+                           blocking_timeout=max(0.01, deadline - time.monotonic()))
+        try:
+            if lock.acquire():
+                break
+            return "retry-later", "not acquired in time"
+        except ConnectionError as e:
+            if time.monotonic() >= deadline:
+                return "failed", f"acquire: {{rf.describe(e)}}"
+            time.sleep(0.05)
+    try:
+        rf.work(msg)
+        reply = rf.write(msg["job"], lock.local.token.decode(), None)
+    finally:
+        try:
+            lock.release()
+        except RedisError:
+            pass
+    return rf.report_for_write(reply)
+
+if __name__ == "__main__":
+    rf.run("redis", setup, job, fences=False, library_label="redis-py, waiting out a failover")
+"#,
+            lib = root().join("adapters/python").display().to_string()
+        ),
+    )
+    .unwrap();
+    let python_patient = AdapterProtocol::new(
+        "redis-py-patient",
+        vec![python(), patient.display().to_string()],
+    );
+    for adapter in [reference_adapter(), python_patient] {
+        let record = {
+            let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+            run_one(&worlds, scenario.as_ref(), Arc::new(adapter.clone()), 0)
+        };
+        let name = adapter.name();
+        eprintln!("{name} with Sentinel:\n  {}", summary(&record));
+        assert!(record.error.is_none(), "{name}: {}", summary(&record));
+        let history = record.history.as_ref().expect("a history");
+        let said: Vec<&str> = history
+            .server_events
+            .iter()
+            .map(|e| e.what.as_str())
+            .collect();
+        assert!(
+            said.iter().any(|w| w.contains("+odown"))
+                && said.iter().any(|w| w.contains("promoted redis-replica")),
+            "{name}: Sentinel did not fail over: {said:?}"
+        );
+        let failover_at = history
+            .faults
+            .iter()
+            .find(|f| f.fault == redfence_scenarios::world::Fault::FailOver)
+            .expect("the failover fault")
+            .at_ms;
+        // Sets on the promoted node after the failover: the lock taken
+        // there (before it, that node's records are what it replicated).
+        let truth = history.redis_truth.as_ref().expect("the Redis truth");
+        let promoted_holders: Vec<&str> = truth
+            .iter()
+            .filter(|r| r.at_ms >= failover_at && r.server == redfence_sim::world::REPLICA_HOST)
+            .filter_map(|r| match &r.change {
+                redfence_scenarios::OwnershipChange::Set { owner } => Some(owner.as_str()),
+                _ => None,
+            })
+            .collect();
+        let acquired_after: Vec<&str> = history
+            .ops
+            .iter()
+            .filter(|op| {
+                op.kind == redfence_scenarios::OpKind::Acquire
+                    && op.invoke_ms > failover_at
+                    && op
+                        .owner
+                        .as_deref()
+                        .is_some_and(|o| promoted_holders.contains(&o))
+            })
+            .map(|op| op.worker.as_str())
+            .collect();
+        assert!(
+            !acquired_after.is_empty(),
+            "{name}: no acquire seen on a worker's tap after the failover at {failover_at} ms \
+             took the lock on the promoted node"
+        );
+        if name == "reference-adapter" {
+            assert!(record.violated().is_empty(), "{}", summary(&record));
+        }
+        assert_no_adapter_left(&adapter);
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -13,9 +13,12 @@
 //! of its own (jobs may overlap) and ends with `done`; `shutdown` or a closed
 //! stdin ends the process with 0; a line it cannot understand gets an `error`
 //! message and exit status 2. Logs go to stderr (`RUST_LOG`, default `warn`).
+//! With `init.sentinel` each job first asks Sentinel where the master is
+//! (`sentinel.rs`).
 
 mod protocol;
 mod remote;
+mod sentinel;
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -33,6 +36,7 @@ use tokio::task::JoinSet;
 
 use protocol::{Channel, Incoming, Init, JobMessage, Malformed};
 use remote::{RemoteFences, RemoteStore};
+use sentinel::MasterFollower;
 
 /// Most jobs running at once; a job past it is answered `failed` at once.
 const JOBS_MAX: usize = 256;
@@ -51,6 +55,9 @@ struct Adapter {
     /// and a later job tries again. The manager reconnects by itself after
     /// a fault closes its connection.
     redis: OnceCell<ConnectionManager>,
+    /// With Sentinel (`init.sentinel`): where the master is now, asked
+    /// before each job, instead of `redis`.
+    follower: Option<MasterFollower>,
 }
 
 impl Adapter {
@@ -97,16 +104,24 @@ impl Adapter {
                 lock.resource, lock.key, lock.fence_key
             ));
         }
+        let follower = init
+            .sentinel
+            .clone()
+            .map(|s| MasterFollower::new(s, config.op_timeout()));
         Ok(Self {
             channel,
             init,
             config,
             resource,
             redis: OnceCell::new(),
+            follower,
         })
     }
 
     async fn redis(&self) -> Result<ConnectionManager, String> {
+        if let Some(follower) = &self.follower {
+            return follower.master().await;
+        }
         let op_timeout = self.config.op_timeout();
         self.redis
             .get_or_try_init(|| async {

@@ -79,6 +79,30 @@ pub struct Init {
     pub redis: RedisAddress,
     /// The scenario's lock settings.
     pub lock: LockSettings,
+    /// With Sentinel deciding failovers: how to follow the master.
+    #[serde(default)]
+    pub sentinel: Option<SentinelInit>,
+}
+
+/// `init.sentinel`: ask `sentinels` where `master_name` is, then dial the
+/// route for the address they name.
+#[derive(Clone, Debug, Deserialize)]
+pub struct SentinelInit {
+    /// The name the sentinels monitor the master under.
+    pub master_name: String,
+    /// The sentinels, `host:port`, asked in order.
+    pub sentinels: Vec<String>,
+    /// One per data node.
+    pub routes: Vec<Route>,
+}
+
+/// A data node's real address and the worker's path to it.
+#[derive(Clone, Debug, Deserialize)]
+pub struct Route {
+    /// `host:port` as Sentinel names it.
+    pub from: String,
+    /// `host:port` to dial instead.
+    pub to: String,
 }
 
 /// A `job` message.

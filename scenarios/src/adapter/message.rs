@@ -66,6 +66,29 @@ pub struct PostgresPath {
     pub url: String,
 }
 
+/// With Sentinel deciding failovers, how the adapter finds the master
+/// (`init.sentinel`): ask the sentinels for `master_name`, then dial the
+/// route for the address they name, never the address itself.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct SentinelInit {
+    /// The name the sentinels monitor the master under.
+    pub master_name: String,
+    /// The sentinels, `host:port`, asked in order.
+    pub sentinels: Vec<String>,
+    /// One per data node: its real address and the worker's path to it.
+    pub routes: Vec<Route>,
+}
+
+/// A data node's real address, as Sentinel names it, and the worker's
+/// path to that node.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Route {
+    /// `host:port` as Sentinel answers it.
+    pub from: String,
+    /// `host:port` to dial instead.
+    pub to: String,
+}
+
 /// A message from the harness to an adapter.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(tag = "type", rename_all = "kebab-case")]
@@ -81,7 +104,10 @@ pub enum ToAdapter {
         /// The worker's PostgreSQL path.
         postgres: PostgresPath,
         /// The scenario's lock settings.
-        lock: LockSettings,
+        lock: Box<LockSettings>,
+        /// With Sentinel only: how to follow the master.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        sentinel: Option<SentinelInit>,
     },
     /// Run one job.
     Job {
@@ -329,5 +355,56 @@ mod tests {
             "{\"type\":\"written\",\"id\":2,\"outcome\":\"stale\",\"last_fence\":9}\n"
         );
         assert_eq!(ToAdapter::Shutdown.line(), "{\"type\":\"shutdown\"}\n");
+    }
+
+    /// `init.sentinel` is spelled as docs/adapter-protocol.md shows it, and
+    /// absent (not null) without Sentinel.
+    #[test]
+    fn init_carries_the_sentinel_routes_only_with_sentinel() {
+        let init = |sentinel| ToAdapter::Init {
+            protocol: PROTOCOL_VERSION,
+            worker: "w0".into(),
+            redis: RedisPath {
+                host: "127.0.0.1".into(),
+                port: 40123,
+                url: "redis://127.0.0.1:40123/0".into(),
+            },
+            postgres: PostgresPath {
+                url: "postgres://x".into(),
+            },
+            lock: Box::new(LockSettings {
+                key: "lock:{r}".into(),
+                fence_key: "fence:{r}".into(),
+                resource: "r".into(),
+                lease_ms: 1000,
+                renew_interval_ms: 300,
+                hold_ms_max: 4000,
+                acquire_deadline_ms: 2000,
+                op_timeout_ms: 150,
+                renewals_max: 20,
+                backoff_base_ms: 10,
+                backoff_cap_ms: 200,
+                attempts_max: 50,
+                fence_source: "redis-counter".into(),
+            }),
+            sentinel,
+        };
+        assert!(!init(None).line().contains("sentinel"));
+        let line = init(Some(SentinelInit {
+            master_name: "redfence".into(),
+            sentinels: vec!["127.0.0.1:26380".into()],
+            routes: vec![Route {
+                from: "127.0.0.1:6379".into(),
+                to: "127.0.0.1:40123".into(),
+            }],
+        }))
+        .line();
+        assert!(
+            line.ends_with(
+                ",\"sentinel\":{\"master_name\":\"redfence\",\"sentinels\":[\"127.0.0.1:26380\"],\
+                 \"routes\":[{\"from\":\"127.0.0.1:6379\",\"to\":\"127.0.0.1:40123\"}]}}\n"
+            ),
+            "{line}"
+        );
     }
 }

@@ -9,7 +9,9 @@
 //! harness's side of it too — a `write` the adapter sent just before its
 //! `SIGSTOP` is made after the pause, as an in-process worker's would be.
 //! The tap in front of the Redis proxy is the network's and is never
-//! paused.
+//! paused. With Sentinel the worker has a proxy per data node, so it gets a
+//! tap per proxy, and `init` maps each node's real address (what Sentinel
+//! answers) to that node's tap.
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -26,7 +28,8 @@ use tokio::sync::{mpsc, oneshot, Notify};
 use tokio::task::AbortHandle;
 
 use super::message::{
-    FromAdapter, LockSettings, PostgresPath, RedisPath, ToAdapter, PROTOCOL_VERSION,
+    FromAdapter, LockSettings, PostgresPath, RedisPath, Route, SentinelInit, ToAdapter,
+    PROTOCOL_VERSION,
 };
 use super::process::{AdapterProcess, LineEvent};
 use super::tap::{self, TapConfig};
@@ -58,8 +61,11 @@ struct Link {
     worker: String,
     process: Arc<AdapterProcess>,
     lines: RefCell<Option<mpsc::Receiver<LineEvent>>>,
-    listener: RefCell<Option<std::net::TcpListener>>,
-    tap: RefCell<Option<AbortHandle>>,
+    /// The taps' listeners until the first job starts them: the one in
+    /// front of the worker's Redis path first, then (Sentinel) one per
+    /// other data node, each with the proxy it relays to.
+    listeners: RefCell<Vec<(String, std::net::TcpListener)>>,
+    taps: RefCell<Vec<AbortHandle>>,
     ready: RefCell<Option<Result<Ready, String>>>,
     ready_seen: Notify,
     /// Jobs sent and not yet done, by id.
@@ -71,7 +77,7 @@ struct Link {
 
 impl Drop for Link {
     fn drop(&mut self) {
-        if let Some(tap) = self.tap.borrow_mut().take() {
+        for tap in self.taps.borrow_mut().drain(..) {
             tap.abort();
         }
         // The protocol's shutdown, waited for off the world's thread (an
@@ -195,19 +201,31 @@ impl AdapterRunner {
     ) -> Result<Self, String> {
         let Some(paths) = env.paths.clone() else {
             return Err(format!(
-                "{}: a lock adapter runs only on real servers without Sentinel (this world gives a worker no address another process can dial)",
+                "{}: a lock adapter runs only on real servers (this world gives a worker no address another process can dial)",
                 env.name
             ));
         };
         if env.wire_tap.is_none() {
             return Err(format!("{}: the worker is not observed", env.name));
         }
-        let listener = std::net::TcpListener::bind("127.0.0.1:0")
-            .map_err(|e| format!("{}: binding its tap: {e}", env.name))?;
-        let port = listener
-            .local_addr()
-            .map_err(|e| format!("{}: its tap's address: {e}", env.name))?
-            .port();
+        let bind = || {
+            let listener = std::net::TcpListener::bind("127.0.0.1:0")
+                .map_err(|e| format!("{}: binding its tap: {e}", env.name))?;
+            let port = listener
+                .local_addr()
+                .map_err(|e| format!("{}: its tap's address: {e}", env.name))?
+                .port();
+            Ok::<_, String>((listener, port))
+        };
+        let (listener, port) = bind()?;
+        let mut listeners = vec![(paths.redis_addr.clone(), listener)];
+        // With Sentinel: every other node's proxy gets a tap of its own.
+        // Bounded: one per data node of the world.
+        for (_, proxy) in paths.sentinel.iter().flat_map(|s| &s.routes) {
+            if listeners.iter().all(|(upstream, _)| upstream != proxy) {
+                listeners.push((proxy.clone(), bind()?.0));
+            }
+        }
         let vars = vec![
             (
                 "REDFENCE_ADAPTER_PROTOCOL".to_owned(),
@@ -231,8 +249,8 @@ impl AdapterRunner {
             worker: env.name.clone(),
             process: Arc::new(process),
             lines: RefCell::new(Some(lines)),
-            listener: RefCell::new(Some(listener)),
-            tap: RefCell::new(None),
+            listeners: RefCell::new(listeners),
+            taps: RefCell::new(Vec::new()),
             ready: RefCell::new(None),
             ready_seen: Notify::new(),
             jobs: RefCell::default(),
@@ -296,18 +314,46 @@ impl AdapterRunner {
         let name = crate::protocols::resource_name(resource).map_err(|e| e.to_string())?;
         let keys = self.config.keys();
         let lock_key = keys.lock_key(&name);
-        let listener = self.link.listener.borrow_mut().take().expect("begun once");
-        let port = listener.local_addr().map_err(|e| e.to_string())?.port();
-        let handle = tap::start(
-            listener,
-            TapConfig {
-                upstream: paths.redis_addr.clone(),
-                lock_key: lock_key.clone().into_bytes(),
-                tap,
-            },
-        )
-        .map_err(|e| format!("{}: starting its tap: {e}", env.name))?;
-        *self.link.tap.borrow_mut() = Some(handle);
+        let listeners = std::mem::take(&mut *self.link.listeners.borrow_mut());
+        assert!(!listeners.is_empty(), "begun once");
+        // Each proxy's tap address, as the adapter dials it.
+        let mut tap_of = Vec::with_capacity(listeners.len());
+        for (upstream, listener) in listeners {
+            let port = listener.local_addr().map_err(|e| e.to_string())?.port();
+            let handle = tap::start(
+                listener,
+                TapConfig {
+                    upstream: upstream.clone(),
+                    lock_key: lock_key.clone().into_bytes(),
+                    tap: tap.clone(),
+                },
+            )
+            .map_err(|e| format!("{}: starting its tap: {e}", env.name))?;
+            self.link.taps.borrow_mut().push(handle);
+            tap_of.push((upstream, port));
+        }
+        let port = tap_of[0].1;
+        let sentinel = match &paths.sentinel {
+            None => None,
+            Some(sentinel) => {
+                let mut routes = Vec::with_capacity(sentinel.routes.len());
+                for (real, proxy) in &sentinel.routes {
+                    let (_, port) = tap_of
+                        .iter()
+                        .find(|(upstream, _)| upstream == proxy)
+                        .expect("a tap for every route's proxy");
+                    routes.push(Route {
+                        from: real.clone(),
+                        to: format!("127.0.0.1:{port}"),
+                    });
+                }
+                Some(SentinelInit {
+                    master_name: sentinel.master_name.clone(),
+                    sentinels: sentinel.sentinels.clone(),
+                    routes,
+                })
+            }
+        };
         let lines = self.link.lines.borrow_mut().take().expect("begun once");
         let link = self.link.clone();
         let task_env = env.clone();
@@ -327,7 +373,7 @@ impl AdapterRunner {
             postgres: PostgresPath {
                 url: paths.postgres_url,
             },
-            lock: LockSettings {
+            lock: Box::new(LockSettings {
                 key: lock_key,
                 fence_key: keys.fence_key(&name),
                 resource: resource.to_owned(),
@@ -341,7 +387,8 @@ impl AdapterRunner {
                 backoff_cap_ms: self.config.backoff_cap_ms(),
                 attempts_max: self.config.attempts_max(),
                 fence_source: self.config.fence_source().name().to_owned(),
-            },
+            }),
+            sentinel,
         };
         if !self.link.process.send(init.line()) {
             self.link

@@ -260,23 +260,28 @@ pub struct RealWorld {
 
 impl RealWorld {
     /// Worker `index`'s paths as addresses a process of its own dials (a
-    /// lock adapter). `None` with Sentinel: a Sentinel-aware client maps
-    /// each address Sentinel names to its own proxy, which only the
-    /// in-process client does today.
+    /// lock adapter). With Sentinel, its Redis path is the one to the
+    /// primary it starts with, and the sentinel part says how to follow
+    /// the master from there through the worker's own proxies.
     fn wire_paths(&self, index: usize) -> Result<Option<crate::world::WirePaths>, WorldError> {
         let cluster = self.cluster.as_ref().expect("present until dropped");
-        if cluster.worker_address_map(index).is_some() {
-            return Ok(None);
-        }
         let redis_url = cluster.worker_redis_url(index).map_err(chaos_error)?;
         let redis_addr = redis_url
             .trim_start_matches("redis://")
             .trim_end_matches('/')
             .to_owned();
         let postgres_url = cluster.worker_postgres_url(index).map_err(chaos_error)?;
+        let sentinel = cluster
+            .worker_address_map(index)
+            .map(|map| crate::world::SentinelPaths {
+                master_name: redfence_chaos::sentinel::MASTER_NAME.to_owned(),
+                sentinels: map.sentinels,
+                routes: map.routes,
+            });
         Ok(Some(crate::world::WirePaths {
             redis_addr,
             postgres_url,
+            sentinel,
         }))
     }
 
