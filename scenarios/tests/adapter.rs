@@ -83,6 +83,59 @@ fn reference_adapter() -> AdapterProtocol {
     AdapterProtocol::new("reference-adapter", vec![reference_binary()])
 }
 
+/// A Python adapter written for one test: `body` runs after the helper is
+/// imported as `rf`; the file lives in a folder of its own, removed when
+/// this drops.
+struct ScriptAdapter {
+    dir: PathBuf,
+    adapter: AdapterProtocol,
+}
+
+impl ScriptAdapter {
+    fn new(name: &str, body: &str) -> Self {
+        let dir = std::env::temp_dir().join(format!("redfence-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join(format!("{}.py", name.replace('-', "_")));
+        let lib = root().join("adapters/python").display().to_string();
+        std::fs::write(
+            &file,
+            format!(
+                "import sys\nsys.path.insert(0, {lib:?})\nimport redfence_adapter as rf\n{body}"
+            ),
+        )
+        .unwrap();
+        let adapter = AdapterProtocol::new(name, vec![python(), file.display().to_string()]);
+        Self { dir, adapter }
+    }
+}
+
+impl Drop for ScriptAdapter {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// `adapter`'s conformance check, one real run at a time, and the names
+/// of the checks that failed.
+fn conformance_of(
+    adapter: &AdapterProtocol,
+) -> (
+    redfence_scenarios::adapter::conformance::Conformance,
+    Vec<&'static str>,
+) {
+    let conformance = {
+        let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+        check_adapter(&worlds(), adapter)
+    };
+    let failed = conformance
+        .checks
+        .iter()
+        .filter(|c| !c.passed)
+        .map(|c| c.name)
+        .collect();
+    (conformance, failed)
+}
+
 fn run(scenario: &str, adapter: &AdapterProtocol, seed: u64) -> RunRecord {
     let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let scenario = catalog::by_name(scenario).expect("scenario in the catalog");
@@ -182,16 +235,9 @@ fn every_shipped_adapter_conforms() {
 /// conformance check fails — and the verdicts say what it did.
 #[test]
 fn a_lying_adapter_fails_conformance() {
-    let dir = std::env::temp_dir().join(format!("redfence-liar-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let liar = dir.join("liar.py");
-    std::fs::write(
-        &liar,
-        format!(
-            r#"import sys
-sys.path.insert(0, {lib:?})
-import redfence_adapter as rf
-
+    let liar = ScriptAdapter::new(
+        "liar",
+        r#"
 def setup(init):
     return None
 
@@ -202,22 +248,8 @@ def job(ctx, msg):
 if __name__ == "__main__":
     rf.run("redis", setup, job, fences=False, library_label="liar")
 "#,
-            lib = root().join("adapters/python").display().to_string()
-        ),
-    )
-    .unwrap();
-    let adapter = AdapterProtocol::new("liar", vec![python(), liar.display().to_string()]);
-    let conformance = {
-        let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-        check_adapter(&worlds(), &adapter)
-    };
-    std::fs::remove_dir_all(&dir).unwrap();
-    let failed: Vec<&str> = conformance
-        .checks
-        .iter()
-        .filter(|c| !c.passed)
-        .map(|c| c.name)
-        .collect();
+    );
+    let (conformance, failed) = conformance_of(&liar.adapter);
     assert!(
         failed.contains(&"acquires on the key init names, with its token on the wire")
             && failed.contains(&"writes under the token it holds"),
@@ -232,6 +264,67 @@ if __name__ == "__main__":
         Status::Violated,
         "{}",
         summary(first)
+    );
+}
+
+/// An adapter that takes the lock properly but then writes the protected
+/// row itself, over the PostgreSQL path it was given, instead of asking the
+/// harness: the database logs the change anyway (the deferred trigger of
+/// core/migrations/0002), under an owner no lock held, so the write is
+/// judged as one made without the lock — it cannot hide from the checker.
+#[test]
+fn an_adapter_writing_around_the_harness_is_still_judged() {
+    let around = ScriptAdapter::new(
+        "around",
+        r#"import subprocess
+
+def setup(init):
+    lock = init["lock"]
+    return rf.redis_client(init), lock, init["postgres"]["url"]
+
+def job(ctx, msg):
+    client, s, url = ctx
+    lock = client.lock(s["key"], timeout=s["lease_ms"] / 1000,
+                       blocking_timeout=s["acquire_deadline_ms"] / 1000)
+    if not lock.acquire():
+        return "retry-later", "not acquired"
+    try:
+        sql = ("INSERT INTO shared_resources (id, value) VALUES (:'res', 'written around') "
+               "ON CONFLICT (id) DO UPDATE SET value = EXCLUDED.value;")
+        subprocess.run(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-v", "res=" + msg["resource"], url],
+                       input=sql, text=True, check=True, capture_output=True, timeout=10)
+    finally:
+        lock.release()
+    return "success", "wrote the row myself"
+
+if __name__ == "__main__":
+    rf.run("redis", setup, job, fences=False, library_label="writes around the harness")
+"#,
+    );
+    let (conformance, failed) = conformance_of(&around.adapter);
+    assert!(
+        failed.contains(&"writes under the token it holds"),
+        "{:#?}",
+        conformance.checks
+    );
+    let first = &conformance.runs[0];
+    let store = first.history.as_ref().unwrap().store_truth.clone().unwrap();
+    assert!(
+        store
+            .iter()
+            .any(|r| r.outcome == FenceOutcome::Accepted && r.owner.starts_with("unguarded: ")),
+        "the database logged the writes made around the harness: {store:?}"
+    );
+    let verdict = first
+        .verdicts
+        .iter()
+        .find(|v| v.property == Property::FailClosed)
+        .unwrap();
+    assert_eq!(verdict.status, Status::Violated, "{}", summary(first));
+    assert!(
+        verdict.explanation.contains("unguarded"),
+        "{}",
+        verdict.explanation
     );
 }
 
@@ -335,15 +428,9 @@ fn adapters_follow_a_sentinel_failover_through_their_own_paths() {
     config.failover = redfence_chaos::FailoverKind::Sentinel;
     let worlds = RealWorlds::new(config);
     let scenario = catalog::by_name("failover-counter-regression").expect("in the catalog");
-    let dir = std::env::temp_dir().join(format!("redfence-patient-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let patient = dir.join("patient_redis_py.py");
-    std::fs::write(
-        &patient,
-        format!(
-            r#"import sys, time
-sys.path.insert(0, {lib:?})
-import redfence_adapter as rf
+    let patient = ScriptAdapter::new(
+        "redis-py-patient",
+        r#"import time
 from redis.exceptions import ConnectionError, RedisError
 
 def setup(init):
@@ -363,7 +450,7 @@ def job(ctx, msg):
             return "retry-later", "not acquired in time"
         except ConnectionError as e:
             if time.monotonic() >= deadline:
-                return "failed", f"acquire: {{rf.describe(e)}}"
+                return "failed", f"acquire: {rf.describe(e)}"
             time.sleep(0.05)
     try:
         rf.work(msg)
@@ -378,15 +465,8 @@ def job(ctx, msg):
 if __name__ == "__main__":
     rf.run("redis", setup, job, fences=False, library_label="redis-py, waiting out a failover")
 "#,
-            lib = root().join("adapters/python").display().to_string()
-        ),
-    )
-    .unwrap();
-    let python_patient = AdapterProtocol::new(
-        "redis-py-patient",
-        vec![python(), patient.display().to_string()],
     );
-    for adapter in [reference_adapter(), python_patient] {
+    for adapter in [reference_adapter(), patient.adapter.clone()] {
         let record = {
             let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
             run_one(&worlds, scenario.as_ref(), Arc::new(adapter.clone()), 0)
@@ -445,5 +525,4 @@ if __name__ == "__main__":
         }
         assert_no_adapter_left(&adapter);
     }
-    std::fs::remove_dir_all(&dir).unwrap();
 }

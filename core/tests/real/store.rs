@@ -234,6 +234,48 @@ async fn both_write_paths_share_one_fence() {
     assert!(!store.is_completed(&stale.job_id).await.unwrap());
 }
 
+/// The fence log is the database's own: a change to the protected row
+/// that did not go through a guarded write (a worker updating the table
+/// directly) is logged anyway, at commit, as accepted under an owner that
+/// names it unguarded; a guarded write is logged once, and a transaction of
+/// several unguarded changes once.
+#[tokio::test]
+async fn a_write_around_the_guard_is_still_in_the_fence_log() {
+    let store = store().await;
+    let resource = fresh_resource("around");
+    store.ensure_resource(&resource).await.unwrap();
+    assert!(store.fence_log(&resource).await.unwrap().is_empty());
+    store.write_fenced(&write(&resource, 3, "a")).await.unwrap();
+    assert_eq!(store.fence_log(&resource).await.unwrap().len(), 1);
+    sqlx::query("UPDATE shared_resources SET value = 'sneaky', last_fence = 7 WHERE id = $1")
+        .bind(resource.as_str())
+        .execute(store.pool())
+        .await
+        .unwrap();
+    let mut tx = store.pool().begin().await.unwrap();
+    for value in ["one", "two"] {
+        sqlx::query("UPDATE shared_resources SET value = $2 WHERE id = $1")
+            .bind(resource.as_str())
+            .bind(value)
+            .execute(&mut *tx)
+            .await
+            .unwrap();
+    }
+    tx.commit().await.unwrap();
+    let log = store.fence_log(&resource).await.unwrap();
+    assert_eq!(log.len(), 3, "{log:?}");
+    for entry in &log[1..] {
+        assert_eq!(entry.outcome, FenceOutcome::Accepted);
+        assert_eq!(entry.fence, 7);
+        assert!(entry.owner.starts_with("unguarded: "), "{entry:?}");
+    }
+    // A guarded write after them is logged once, under its owner.
+    store.write_fenced(&write(&resource, 8, "b")).await.unwrap();
+    let log = store.fence_log(&resource).await.unwrap();
+    assert_eq!(log.len(), 4, "{log:?}");
+    assert_eq!(log[3].owner, "owner-8");
+}
+
 #[tokio::test]
 async fn fence_log_is_append_only() {
     let store = store().await;
