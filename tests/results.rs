@@ -188,3 +188,27 @@ fn a_results_row_reads_its_cells() {
         "| scenario | a | b |\n|---|---|---|\n| `x` | pass (2 undecided) | **FAIL**: p, q |\n";
     assert_eq!(row(page, "x"), ["pass", "**FAIL**: p, q"]);
 }
+
+/// The page covers the whole catalog: a row for every scenario a lock
+/// adapter runs, and the one it cannot run named with the reason — no
+/// scenario is dropped without a word.
+#[test]
+fn the_published_page_covers_every_scenario_or_says_why_not() {
+    use redfence_scenarios::names::scenario::{ALL, CONCURRENT_JOBS};
+    let published = std::fs::read_to_string(root().join("docs/results.md"))
+        .expect("docs/results.md, made by scripts/results");
+    for scenario in ALL {
+        let has_row = published
+            .lines()
+            .any(|l| l.starts_with(&format!("| `{scenario}` |")));
+        if scenario == CONCURRENT_JOBS {
+            assert!(!has_row, "{scenario} cannot run through an adapter");
+            assert!(
+                published.contains(&format!("Not run: `{scenario}` (it runs two jobs")),
+                "the page does not say why {scenario} did not run"
+            );
+        } else {
+            assert!(has_row, "docs/results.md has no row for {scenario}");
+        }
+    }
+}

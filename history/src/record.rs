@@ -157,6 +157,12 @@ pub struct RunRecord {
     pub replay: String,
 }
 
+/// How [`RunRecord::error`] begins when the script stopped early: a
+/// worker never reached a point the script waits for (within its bound),
+/// so the run is judged on what happened up to there and nothing after it
+/// was tested. Reports tell it apart from a run that broke.
+pub const STOPPED_EARLY: &str = "the script stopped early: ";
+
 impl RunRecord {
     /// Properties found violated.
     pub fn violated(&self) -> Vec<Property> {

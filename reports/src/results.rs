@@ -11,6 +11,7 @@
 use std::fmt::Write as _;
 
 use redfence_history::names::scenario::ALL as SCENARIOS;
+use redfence_history::record::STOPPED_EARLY;
 use redfence_history::sweep::{Cell, Sweep};
 use redfence_history::{timeline, Status};
 
@@ -37,7 +38,7 @@ fn verdict(cell: &Cell) -> String {
         .count();
     match (violated.is_empty(), run.error.as_ref(), undecided) {
         (false, _, _) => format!("**FAIL**: {}", violated.join(", ")),
-        (true, Some(error), _) => format!("**broken**: {}", one_line(error)),
+        (true, Some(error), _) => error_label(error),
         // Nothing held and nothing violated: the run showed nothing.
         (true, None, _) if held == 0 => "no evidence (nothing judged)".into(),
         (true, None, 0) => "pass".into(),
@@ -45,9 +46,28 @@ fn verdict(cell: &Cell) -> String {
     }
 }
 
+/// A run's error as its cell says it: `stuck` when the script stopped
+/// early (a worker never got where it waits), `broken` otherwise.
+fn error_label(error: &str) -> String {
+    match error.strip_prefix(STOPPED_EARLY) {
+        Some(why) => format!("**stuck**: {}", one_line(why)),
+        None => format!("**broken**: {}", one_line(error)),
+    }
+}
+
 fn one_line(text: &str) -> String {
     let line = text.lines().next().unwrap_or_default();
     line.chars().take(120).collect()
+}
+
+/// Why a catalog scenario is missing from a sweep of lock adapters.
+fn why_not_run(scenario: &str) -> &'static str {
+    if scenario == redfence_history::names::scenario::CONCURRENT_JOBS {
+        "it runs two jobs of one worker at once, and over a process boundary the wire cannot \
+         tell which job sent a command, so no lock adapter runs it"
+    } else {
+        "not asked for in this sweep"
+    }
 }
 
 /// A library whose lock issues no fence.
@@ -99,8 +119,19 @@ pub fn render(sweep: &Sweep, reproduce: &str) -> String {
     let _ = writeln!(
         md,
         "\n`pass`: no property violated. `FAIL`: the properties the servers showed violated. \
-         A scenario a library did not run is `—`.\n"
+         `stuck`: a worker never got where the script waits for it (a successor that never \
+         took the lock, say), so the steps after that point were not tested; what happened \
+         up to there was judged. `broken`: the run itself failed (an adapter broke the \
+         protocol, a server would not start). A scenario a library did not run is `—`.\n"
     );
+    let absent: Vec<String> = SCENARIOS
+        .iter()
+        .filter(|s| !ran.contains(s))
+        .map(|s| format!("`{s}` ({})", why_not_run(s)))
+        .collect();
+    if !absent.is_empty() {
+        let _ = writeln!(md, "Not run: {}.\n", absent.join("; "));
+    }
     let _ = writeln!(md, "## What each library means for a team\n");
     for protocol in &protocols {
         let library = provenance
@@ -180,6 +211,20 @@ fn cut(lines: &[String]) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_script_that_stopped_early_is_stuck_not_broken() {
+        assert_eq!(
+            error_label(&format!(
+                "{STOPPED_EARLY}w1 never reached Done (it is Acquiring)"
+            )),
+            "**stuck**: w1 never reached Done (it is Acquiring)"
+        );
+        assert_eq!(
+            error_label("w0's adapter did not answer init within 10000 ms\nmore"),
+            "**broken**: w0's adapter did not answer init within 10000 ms"
+        );
+    }
 
     #[test]
     fn a_long_timeline_keeps_its_start_and_end() {

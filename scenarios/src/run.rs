@@ -147,7 +147,9 @@ fn execute(
     );
     let stopped = match scenario.run(&mut stage) {
         Ok(()) => None,
-        Err(ScenarioError::Stuck(why)) => Some(format!("the script stopped early: {why}")),
+        Err(ScenarioError::Stuck(why)) => {
+            Some(format!("{}{why}", redfence_history::record::STOPPED_EARLY))
+        }
         Err(other) => return Err(other),
     };
     let stats: Vec<JobStat> = (0..stage.workers())

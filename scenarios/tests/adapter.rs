@@ -4,13 +4,17 @@
 //! PostgreSQL.
 //!
 //! - Every shipped adapter passes the conformance check, and an adapter
-//!   that lies (writes without holding, reports success without a write)
-//!   fails it: truth is the servers', not the adapter's word.
+//!   that lies (writes without holding, reports success without a write,
+//!   writes the table itself) fails it: truth is the servers', not the
+//!   adapter's word.
+//! - The reference adapter passes every scenario an adapter runs.
 //! - A pause is `SIGSTOP` of the whole process: the reference adapter's
-//!   stale write is refused by its fence; redis-py's and
-//!   python-redis-lock's (whose renewal thread stops with it) are accepted
-//!   with no fence to stop them — the verdict a team acts on.
-//! - A crash is `SIGKILL`, and no adapter process outlives its run.
+//!   stale write is refused by its fence; the three Python locks' (and
+//!   python-redis-lock's renewal thread stops with it) are accepted with no
+//!   fence to stop them — the verdict a team acts on.
+//! - A crash is `SIGKILL`: the crashed worker sends nothing more, and no
+//!   adapter process outlives its run.
+//! - Under Sentinel an adapter follows the promotion through its own paths.
 //!
 //! Run under scripts/with-services (servers) with the adapters'
 //! environment made by scripts/adapters (this test runs it, and builds the
@@ -374,20 +378,69 @@ fn the_reference_adapter_survives_a_sigkill_crash() {
     let record = run("crash-after-acquire", &adapter, 0);
     assert!(record.error.is_none(), "{}", summary(&record));
     assert!(record.violated().is_empty(), "{}", summary(&record));
+    // The crash happened; that its SIGKILL ended the process is checked by
+    // the runner (a process still running after it is the run's error,
+    // asserted none above), and the crashed worker sent nothing after it.
+    let history = record.history.as_ref().expect("a history");
+    let crash = history
+        .faults
+        .iter()
+        .find(|f| f.crash)
+        .expect("the scenario crashed a worker");
+    let crashed = crash.worker.as_deref().expect("a crashed worker");
+    let after: Vec<_> = history
+        .ops
+        .iter()
+        .filter(|op| op.worker == crashed && op.invoke_ms > crash.at_ms)
+        .collect();
+    assert!(
+        after.is_empty(),
+        "{crashed} went on after its crash at {} ms: {after:?}",
+        crash.at_ms
+    );
     // The harness killed it: not a problem of the adapter's (which
     // would be the run's error).
+    assert_no_adapter_left(&adapter);
+}
+
+/// The reference library behind the protocol passes every scenario an
+/// adapter runs (all but `concurrent-jobs`), with every property it
+/// judges decided from the servers.
+#[test]
+fn the_reference_adapter_passes_every_scenario() {
+    use redfence_scenarios::names::scenario::{ALL, CONCURRENT_JOBS};
+    let adapter = reference_adapter();
+    for scenario in ALL.iter().filter(|s| **s != CONCURRENT_JOBS) {
+        let record = run(scenario, &adapter, 0);
+        assert!(record.error.is_none(), "{scenario}: {}", summary(&record));
+        assert!(
+            record.violated().is_empty(),
+            "{scenario}: {}",
+            summary(&record)
+        );
+        assert!(
+            record
+                .verdicts
+                .iter()
+                .all(|v| v.status != Status::Undecided),
+            "{scenario}: {}",
+            summary(&record)
+        );
+    }
     assert_no_adapter_left(&adapter);
 }
 
 /// redis-py's `Lock` has no fence and no renewal: after a pause past its
 /// lease, its write lands after its successor's and the store accepts it.
 /// python-redis-lock renews from a thread, but `SIGSTOP` stops that thread
-/// too, so it fails the same way.
+/// too, so it fails the same way; pottery's `Redlock` on one master does
+/// not renew either.
 #[test]
 fn python_locks_without_fences_accept_the_stale_write_after_a_pause() {
     for adapter in [
         python_adapter("redis-py-lock", "redis_py_lock.py"),
         python_adapter("python-redis-lock", "python_redis_lock_adapter.py"),
+        python_adapter("pottery-redlock", "pottery_redlock.py"),
     ] {
         let record = run("stale-worker-pause", &adapter, 0);
         assert!(record.error.is_none(), "{}", summary(&record));

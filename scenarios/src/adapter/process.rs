@@ -36,7 +36,11 @@ const LINES_OUT_QUEUED_MAX: usize = 256;
 /// stdin before its group is killed.
 pub const SHUTDOWN_GRACE_MS: u64 = 2_000;
 /// How often a shutdown looks whether the adapter exited.
-const EXIT_POLL_MS: u64 = 10;
+pub const EXIT_POLL_MS: u64 = 10;
+/// How long a crash's `SIGKILL` may take to end the process before the
+/// run says it did not (a kill that did not take would leave a "crashed"
+/// worker running).
+pub const KILL_CONFIRM_MS: u64 = 2_000;
 
 /// What the reader thread saw on the adapter's stdout.
 #[derive(Debug)]
@@ -196,6 +200,12 @@ impl AdapterProcess {
             }
         };
         self.signal_group(number);
+    }
+
+    /// Whether it has exited (reaped or not).
+    pub fn has_exited(&self) -> bool {
+        let child = self.child.lock().unwrap_or_else(|e| e.into_inner());
+        child.is_none() || exited_unreaped(self.pid)
     }
 
     /// Whether the harness killed it (a crash fault or the shutdown).

@@ -31,12 +31,12 @@ use super::message::{
     FromAdapter, LockSettings, PostgresPath, RedisPath, Route, SentinelInit, ToAdapter,
     PROTOCOL_VERSION,
 };
-use super::process::{AdapterProcess, LineEvent};
+use super::process::{AdapterProcess, LineEvent, EXIT_POLL_MS, KILL_CONFIRM_MS};
 use super::tap::{self, TapConfig};
 use super::Problems;
 use crate::history::JobReport;
 use crate::protocol::{Job, JobRunner};
-use crate::world::WorkerEnv;
+use crate::world::{WorkerEnv, WorkerSignal};
 
 /// How long an adapter has to answer `init` with `ready`.
 pub const READY_TIMEOUT_MS: u64 = 10_000;
@@ -260,9 +260,13 @@ impl AdapterRunner {
         // The worker's pauses and crash reach the process group. Weak: the
         // hook outlives the runner in the world, the process must not.
         let process = Arc::downgrade(&link.process);
+        let (watch_problems, worker) = (link.problems.clone(), env.name.clone());
         env.spawner.on_signal(Arc::new(move |signal| {
             if let Some(process) = process.upgrade() {
                 process.signal(signal);
+                if signal == WorkerSignal::Kill {
+                    confirm_kill(process, watch_problems.clone(), worker.clone());
+                }
             }
         }));
         Ok(Self {
@@ -454,6 +458,35 @@ impl JobRunner for AdapterRunner {
                 JobReport::Failed
             }
         }
+    }
+}
+
+/// Checks, off the world's thread, that a crash's `SIGKILL` ended the
+/// process within [`KILL_CONFIRM_MS`]; if not, the run has a problem (its
+/// error): a "crashed" worker still running is not the crash the scenario
+/// asked for.
+fn confirm_kill(process: Arc<AdapterProcess>, problems: Problems, worker: String) {
+    let stopping = problems.stopping();
+    let watch = move || {
+        let _stopping = stopping;
+        let deadline = std::time::Instant::now() + Duration::from_millis(KILL_CONFIRM_MS);
+        // Bounded by the deadline.
+        while !process.has_exited() {
+            if std::time::Instant::now() >= deadline {
+                problems.push(format!(
+                    "{worker}'s adapter was still running {KILL_CONFIRM_MS} ms after the \
+                     crash's SIGKILL"
+                ));
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(EXIT_POLL_MS));
+        }
+    };
+    if let Err(e) = std::thread::Builder::new()
+        .name("adapter-kill-watch".to_owned())
+        .spawn(watch)
+    {
+        tracing::warn!("cannot watch a crashed adapter exit: {e}");
     }
 }
 
