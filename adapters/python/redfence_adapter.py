@@ -175,7 +175,8 @@ def redis_client(init, **kwargs):
     with the node's real address; the harness's routes translate it to this
     worker's own path to that node, so its faults still reach the worker. An
     address no route knows is an error, never dialled (that would bypass
-    the faults)."""
+    the faults). Each question to a sentinel waits at most the scenario's
+    `op_timeout_ms`."""
     import redis
     from redis.sentinel import MasterNotFoundError, Sentinel
 
@@ -197,8 +198,12 @@ def redis_client(init, **kwargs):
                     f"Sentinel named {host}:{port} as the master, which no route of this worker leads to")
             return host_port(to)
 
-    timeouts = {k: v for k, v in kwargs.items() if k in ("socket_timeout", "socket_connect_timeout")}
-    manager = RoutedSentinel([host_port(a) for a in sentinel["sentinels"]], sentinel_kwargs=timeouts)
+    # Questions to Sentinel are bounded by the scenario's per-operation
+    # timeout, whatever the data connections wait (a blocking lock's socket
+    # timeout may be many seconds).
+    op_s = init["lock"]["op_timeout_ms"] / 1000
+    manager = RoutedSentinel([host_port(a) for a in sentinel["sentinels"]],
+                             sentinel_kwargs={"socket_timeout": op_s, "socket_connect_timeout": op_s})
     return manager.master_for(sentinel["master_name"], **kwargs)
 
 

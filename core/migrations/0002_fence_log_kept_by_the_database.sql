@@ -11,29 +11,42 @@
 -- token, so the checker judges it as a write without a lock).
 --
 -- A refused write changes no row, so no trigger can see it; refusals stay
--- logged by the guarded write that refused them.
+-- logged by the guarded write that refused them. An unguarded change is
+-- logged with fence 0, as a write without a fence: it passed no fence check,
+-- and logging the row's last_fence would read as a second accepted write
+-- of that fence (a fence-order fault) instead of what it was.
 
 -- The transaction that appended each row, to tie a change to its log entry.
 ALTER TABLE fence_log ADD COLUMN tx BIGINT NOT NULL DEFAULT txid_current();
 CREATE INDEX fence_log_tx ON fence_log (tx);
 
 CREATE FUNCTION fence_log_unguarded_change() RETURNS trigger AS $$
+DECLARE
+    row_id TEXT;
+    what   TEXT;
 BEGIN
-    IF TG_OP = 'UPDATE'
-       AND NEW.value IS NOT DISTINCT FROM OLD.value
-       AND NEW.last_fence IS NOT DISTINCT FROM OLD.last_fence THEN
-        RETURN NULL;
-    END IF;
-    -- A new resource, empty: nothing written yet (ensure_resource).
-    IF TG_OP = 'INSERT' AND NEW.value = '' AND NEW.last_fence = 0 THEN
-        RETURN NULL;
+    IF TG_OP = 'DELETE' THEN
+        row_id := OLD.id;
+        what := 'deleted the row';
+    ELSE
+        IF TG_OP = 'UPDATE'
+           AND NEW.value IS NOT DISTINCT FROM OLD.value
+           AND NEW.last_fence IS NOT DISTINCT FROM OLD.last_fence THEN
+            RETURN NULL;
+        END IF;
+        -- A new resource, empty: nothing written yet (ensure_resource).
+        IF TG_OP = 'INSERT' AND NEW.value = '' AND NEW.last_fence = 0 THEN
+            RETURN NULL;
+        END IF;
+        row_id := NEW.id;
+        what := 'changed the row';
     END IF;
     IF NOT EXISTS (SELECT 1 FROM fence_log
-                   WHERE tx = txid_current() AND resource_id = NEW.id
+                   WHERE tx = txid_current() AND resource_id = row_id
                      AND outcome = 'accepted') THEN
         INSERT INTO fence_log (resource_id, fence, owner_token, outcome)
-        VALUES (NEW.id, NEW.last_fence,
-                'unguarded: ' || session_user || ' changed the row without a guarded write',
+        VALUES (row_id, 0,
+                'unguarded: ' || session_user || ' ' || what || ' without a guarded write',
                 'accepted');
     END IF;
     RETURN NULL;
@@ -43,6 +56,6 @@ $$ LANGUAGE plpgsql;
 -- Deferred to commit: a guarded transaction logs its write after its
 -- mutations, and only at commit is it known whether it did.
 CREATE CONSTRAINT TRIGGER fence_log_unguarded_change
-    AFTER INSERT OR UPDATE ON shared_resources
+    AFTER INSERT OR UPDATE OR DELETE ON shared_resources
     DEFERRABLE INITIALLY DEFERRED
     FOR EACH ROW EXECUTE FUNCTION fence_log_unguarded_change();

@@ -10,7 +10,7 @@
 
 use std::fmt::Write as _;
 
-use redfence_history::names::scenario::ALL as SCENARIOS;
+use redfence_history::names::scenario::{self, ALL as SCENARIOS};
 use redfence_history::record::STOPPED_EARLY;
 use redfence_history::sweep::{Cell, Sweep};
 use redfence_history::{timeline, Status};
@@ -60,9 +60,17 @@ fn one_line(text: &str) -> String {
     line.chars().take(120).collect()
 }
 
+/// The scenarios whose faults fall on several masters.
+const REDLOCK_SCENARIOS: [&str; 4] = [
+    scenario::REDLOCK_CLOCK_JUMP,
+    scenario::REDLOCK_MASTER_RESTART,
+    scenario::REDLOCK_PAUSE,
+    scenario::REDLOCK_MINORITY_PARTITION,
+];
+
 /// Why a catalog scenario is missing from a sweep of lock adapters.
-fn why_not_run(scenario: &str) -> &'static str {
-    if scenario == redfence_history::names::scenario::CONCURRENT_JOBS {
+fn why_not_run(name: &str) -> &'static str {
+    if name == scenario::CONCURRENT_JOBS {
         "it runs two jobs of one worker at once, and over a process boundary the wire cannot \
          tell which job sent a command, so no lock adapter runs it"
     } else {
@@ -131,6 +139,16 @@ pub fn render(sweep: &Sweep, reproduce: &str) -> String {
         .collect();
     if !absent.is_empty() {
         let _ = writeln!(md, "Not run: {}.\n", absent.join("; "));
+    }
+    if ran.iter().any(|s| REDLOCK_SCENARIOS.contains(s)) {
+        let _ = writeln!(
+            md,
+            "The Redlock scenarios (`{}`) run several independent masters. A lock adapter is \
+             given one Redis path, to master 0, so a library that locks one master meets only \
+             what happens there: a fault on another master does not reach it, and a `pass` in \
+             those rows says no more than that.\n",
+            REDLOCK_SCENARIOS.join("`, `")
+        );
     }
     let _ = writeln!(md, "## What each library means for a team\n");
     for protocol in &protocols {
@@ -224,6 +242,11 @@ mod tests {
             error_label("w0's adapter did not answer init within 10000 ms\nmore"),
             "**broken**: w0's adapter did not answer init within 10000 ms"
         );
+        // A broken adapter's problem comes before the stop it caused.
+        assert!(error_label(&format!(
+            "w0's adapter exited on its own; {STOPPED_EARLY}w0 never reached Done"
+        ))
+        .starts_with("**broken**"));
     }
 
     #[test]

@@ -108,8 +108,11 @@ pub fn run_one(
     // the run did not test what it claims to, so it is an error, named.
     let problems = protocol.take_problems();
     if !problems.is_empty() {
-        let mut errors: Vec<String> = record.error.take().into_iter().collect();
-        errors.extend(problems);
+        // The problems first: a broken adapter starves its worker, which
+        // also stops the script early, and the run must read as broken,
+        // not as stuck (`record::STOPPED_EARLY` is only a prefix).
+        let mut errors = problems;
+        errors.extend(record.error.take());
         record.error = Some(errors.join("; "));
     }
     record

@@ -275,16 +275,25 @@ if __name__ == "__main__":
 /// row itself, over the PostgreSQL path it was given, instead of asking the
 /// harness: the database logs the change anyway (the deferred trigger of
 /// core/migrations/0002), under an owner no lock held, so the write is
-/// judged as one made without the lock — it cannot hide from the checker.
+/// judged as one made without the lock.
 #[test]
 fn an_adapter_writing_around_the_harness_is_still_judged() {
+    // The adapter writes with psql, which scripts/with-services installs
+    // with PostgreSQL.
+    let psql = Command::new("psql").arg("--version").output();
+    assert!(
+        psql.is_ok_and(|out| out.status.success()),
+        "this test needs psql on PATH (Debian: postgresql-client; scripts/with-services installs it)"
+    );
     let around = ScriptAdapter::new(
         "around",
         r#"import subprocess
 
 def setup(init):
     lock = init["lock"]
-    return rf.redis_client(init), lock, init["postgres"]["url"]
+    op_s = lock["op_timeout_ms"] / 1000
+    client = rf.redis_client(init, socket_timeout=op_s, socket_connect_timeout=op_s)
+    return client, lock, init["postgres"]["url"]
 
 def job(ctx, msg):
     client, s, url = ctx

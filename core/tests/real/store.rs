@@ -236,9 +236,9 @@ async fn both_write_paths_share_one_fence() {
 
 /// The fence log is the database's own: a change to the protected row
 /// that did not go through a guarded write (a worker updating the table
-/// directly) is logged anyway, at commit, as accepted under an owner that
-/// names it unguarded; a guarded write is logged once, and a transaction of
-/// several unguarded changes once.
+/// directly, or deleting it) is logged anyway, at commit, as accepted with
+/// no fence under an owner that names it unguarded; a guarded write is
+/// logged once, and a transaction of several unguarded changes once.
 #[tokio::test]
 async fn a_write_around_the_guard_is_still_in_the_fence_log() {
     let store = store().await;
@@ -265,8 +265,9 @@ async fn a_write_around_the_guard_is_still_in_the_fence_log() {
     let log = store.fence_log(&resource).await.unwrap();
     assert_eq!(log.len(), 3, "{log:?}");
     for entry in &log[1..] {
+        // Fence 0: it passed no fence check (and is no second write of 7).
         assert_eq!(entry.outcome, FenceOutcome::Accepted);
-        assert_eq!(entry.fence, 7);
+        assert_eq!(entry.fence, 0);
         assert!(entry.owner.starts_with("unguarded: "), "{entry:?}");
     }
     // A guarded write after them is logged once, under its owner.
@@ -274,6 +275,22 @@ async fn a_write_around_the_guard_is_still_in_the_fence_log() {
     let log = store.fence_log(&resource).await.unwrap();
     assert_eq!(log.len(), 4, "{log:?}");
     assert_eq!(log[3].owner, "owner-8");
+    // Deleting the row (and making it anew, empty) is a write too.
+    let mut tx = store.pool().begin().await.unwrap();
+    sqlx::query("DELETE FROM shared_resources WHERE id = $1")
+        .bind(resource.as_str())
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+    sqlx::query("INSERT INTO shared_resources (id) VALUES ($1)")
+        .bind(resource.as_str())
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    let log = store.fence_log(&resource).await.unwrap();
+    assert_eq!(log.len(), 5, "{log:?}");
+    assert!(log[4].owner.contains("deleted the row"), "{:?}", log[4]);
 }
 
 #[tokio::test]

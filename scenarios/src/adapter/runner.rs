@@ -729,3 +729,39 @@ async fn next_fence(env: &WorkerEnv, resource: &ResourceName) -> Result<i64, Str
         .map(|fence| fence.get())
         .map_err(|e| e.to_string())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sleeper() -> Arc<AdapterProcess> {
+        let argv = ["sleep".to_owned(), "30".to_owned()];
+        let (process, _lines) = AdapterProcess::start("w0", &argv, &[]).expect("sleep starts");
+        Arc::new(process)
+    }
+
+    /// A crash whose `SIGKILL` did not end the process is the run's
+    /// problem, named; one that did is not.
+    #[test]
+    fn a_crashed_adapter_still_running_is_a_problem() {
+        let alive = sleeper();
+        let problems = Problems::default();
+        confirm_kill(alive.clone(), problems.clone(), "w0".into());
+        // `all` waits (bounded) for the watcher.
+        let said = problems.all();
+        assert!(
+            said.iter()
+                .any(|p| p.contains("w0's adapter was still running")),
+            "{said:?}"
+        );
+        alive.stop();
+
+        let killed = sleeper();
+        let problems = Problems::default();
+        killed.signal(WorkerSignal::Kill);
+        confirm_kill(killed.clone(), problems.clone(), "w0".into());
+        assert!(problems.all().is_empty());
+        assert!(killed.has_exited());
+        killed.stop();
+    }
+}
