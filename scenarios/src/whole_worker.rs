@@ -653,6 +653,11 @@ impl ConnectionLike for ObservedRedis {
 /// for an in-process lock: an acquire attempt while the job acquires,
 /// classified by an out-of-band read of the key after its reply, and an
 /// unclassified command after; the Redis ownership log says what each did.
+/// A token the wire shows for the first time inside a job already seen
+/// holding starts a new acquisition, as a freshly drawn one does in
+/// process (a lock that let its lease go and tries again under a new
+/// value). Not followed either: a lock that sends another owner's token
+/// (read back from the key) would have that request taken for an acquire.
 /// A request that does not name the lock key (a signal list, a script
 /// load) is not recorded.
 #[derive(Clone, Debug)]
@@ -728,6 +733,17 @@ impl WireObserver for WireTap {
                         seen.tokens.pop_front();
                     }
                     seen.tokens.push_back((token.clone(), slot));
+                    // A token first seen here is what `ObservedTokens`
+                    // sees drawn in-process: inside a job already seen
+                    // holding it starts a new acquisition. A lock that
+                    // got the key but judged the lease spent (Redlock's
+                    // validity check: pottery after a stall between the
+                    // SET and its reply's handling) releases it and
+                    // acquires again under a fresh value; that SET is an
+                    // acquire, not a command of the lease it let go.
+                    if let Some(state) = slot.and_then(|slot| seen.slots.get_mut(slot)) {
+                        state.acquiring = true;
+                    }
                 }
                 (token, slot)
             }
