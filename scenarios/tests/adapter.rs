@@ -89,7 +89,9 @@ fn reference_adapter() -> AdapterProtocol {
 
 /// A Python adapter written for one test: `body` runs after the helper is
 /// imported as `rf`; the file lives in a folder of its own, removed when
-/// this drops.
+/// this drops. The folder is a local run folder as the reaper knows them
+/// (its prefix, an owner file naming this process), so when a test run is
+/// killed before the drop, the next local start removes it and says so.
 struct ScriptAdapter {
     dir: PathBuf,
     adapter: AdapterProtocol,
@@ -97,8 +99,13 @@ struct ScriptAdapter {
 
 impl ScriptAdapter {
     fn new(name: &str, body: &str) -> Self {
-        let dir = std::env::temp_dir().join(format!("redfence-{name}-{}", std::process::id()));
+        use redfence_chaos::reaper::{own_identity, LOCAL_FOLDER_PREFIX, OWNER_FILE};
+        let dir = std::env::temp_dir().join(format!(
+            "{LOCAL_FOLDER_PREFIX}adapter-{name}-{}",
+            std::process::id()
+        ));
         std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join(OWNER_FILE), own_identity()).unwrap();
         let file = dir.join(format!("{}.py", name.replace('-', "_")));
         let lib = root().join("adapters/python").display().to_string();
         std::fs::write(
