@@ -139,6 +139,16 @@ fn the_published_stale_worker_pause_row_matches_a_fresh_run() {
         String::from_utf8_lossy(&run.stdout),
         String::from_utf8_lossy(&run.stderr)
     );
+    // The closing line names the libraries that failed, not the reference.
+    let said = String::from_utf8_lossy(&run.stderr);
+    let closing = said
+        .lines()
+        .find(|l| l.contains("failed for protocols that must pass"))
+        .unwrap_or_else(|| panic!("no closing line:\n{said}"));
+    assert!(
+        closing.contains("redis-py-lock 1") && !closing.contains("reference"),
+        "{closing}"
+    );
     let render = Command::new(env!("CARGO_BIN_EXE_redfence"))
         .args(["report", "--from"])
         .arg(&json)

@@ -14,7 +14,7 @@ use redfence_reports::ReportKind;
 use redfence_scenarios::catalog::hotspot_load::{wait_curve, CurvePoint};
 use redfence_scenarios::corpus::DIR_DEFAULT;
 use redfence_scenarios::run::WorldFactory;
-use redfence_scenarios::sweep::{sweep, CellStatus, Shard, Sweep, SweepPlan, REFERENCE};
+use redfence_scenarios::sweep::{sweep, CellStatus, Shard, Sweep, SweepPlan};
 use redfence_scenarios::world::WorldKind;
 
 use super::progress::Progress;
@@ -331,11 +331,29 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
     let failures = result.failed_cells();
     if !failures.is_empty() {
         eprintln!(
-            "the {REFERENCE} protocol failed {} scenario(s); replay lines above",
-            failures.len()
+            "{} cell(s) failed for protocols that must pass ({}); replay lines above",
+            failures.len(),
+            failed_per_protocol(&failures)
         );
     }
     Ok(ExitCode::from(exit_code(corpus_failed, failures.len())))
+}
+
+/// `protocol count` per protocol with failed cells, in the sweep's order:
+/// with lock adapters every one of them must pass, not only the reference.
+fn failed_per_protocol(failures: &[&redfence_scenarios::sweep::Cell]) -> String {
+    let mut counts: Vec<(&str, usize)> = Vec::new();
+    for cell in failures {
+        match counts.iter_mut().find(|(p, _)| *p == cell.protocol) {
+            Some((_, n)) => *n += 1,
+            None => counts.push((&cell.protocol, 1)),
+        }
+    }
+    counts
+        .iter()
+        .map(|(protocol, n)| format!("{protocol} {n}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The scenarios a sweep with lock adapters runs: `concurrent-jobs`
