@@ -18,7 +18,10 @@
 //!   reply it does not know the shape of).
 //! - **Commands** that carried the token after that (renewals, the release,
 //!   whatever the lock sends) are recorded as they are, unclassified; the
-//!   Redis ownership log says what each did to the key.
+//!   Redis ownership log says what each did to the key. A token the worker
+//!   had not used before (drawn from `env.tokens`, or first seen on an
+//!   adapter's wire) makes the slot acquiring again: a lock that let its
+//!   lease go tries again under a new value.
 //! - **Reports** are what the job returned.
 //!
 //! The phases fault scripts aim at come from the same observations, not
@@ -653,11 +656,13 @@ impl ConnectionLike for ObservedRedis {
 /// for an in-process lock: an acquire attempt while the job acquires,
 /// classified by an out-of-band read of the key after its reply, and an
 /// unclassified command after; the Redis ownership log says what each did.
-/// A token the wire shows for the first time inside a job already seen
-/// holding starts a new acquisition, as a freshly drawn one does in
-/// process (a lock that let its lease go and tries again under a new
-/// value). Not followed either: a lock that sends another owner's token
-/// (read back from the key) would have that request taken for an acquire.
+/// A token the wire shows for the first time starts a new acquisition, as
+/// a freshly drawn one does in process: inside a job already seen holding,
+/// that is a lock that let its lease go and tries again under a new value.
+/// Not followed either: a lock that sends another owner's token (read back
+/// from the key) would have that request taken for an acquire — recorded
+/// as acquired if the key holds that token — and its own later commands
+/// too, until one of its requests is seen holding.
 /// A request that does not name the lock key (a signal list, a script
 /// load) is not recorded.
 #[derive(Clone, Debug)]

@@ -490,7 +490,8 @@ fn python_locks_without_fences_accept_the_stale_write_after_a_pause() {
 fn a_lock_that_takes_the_key_again_under_a_new_token_is_read_as_acquiring() {
     let again = ScriptAdapter::new(
         "acquires-again",
-        r#"from redis.exceptions import RedisError
+        r#"import time
+from redis.exceptions import RedisError
 
 def setup(init):
     lock = init["lock"]
@@ -507,7 +508,12 @@ def job(ctx, msg):
     first = take(client, s)
     if first is None:
         return "retry-later", "not acquired"
-    # As if the lease were judged spent on arrival: give it back, try again.
+    # As if the lease were judged spent after a stall (pottery's validity
+    # check after a pause): give it back, try again. The stall comes after
+    # the harness saw the key held: a release sent at once could reach Redis
+    # before the harness's read of the key, and the first take would then
+    # read as contended.
+    time.sleep(0.1)
     first.release()
     lock = take(client, s)
     if lock is None:

@@ -8,7 +8,7 @@
 //! job. A quorum counted one short lets `w0` believe it holds the lock
 //! and write beside `w1` — first, so no fence can stop it.
 
-use crate::history::OpKind;
+use crate::history::{OpKind, Outcome};
 use crate::names;
 use crate::property::Property;
 use crate::scenario::{Param, Scenario, ScenarioError, Setup};
@@ -25,8 +25,8 @@ use super::{jobs, plan, settle};
 const MINORITY_WORK_MS: u64 = 100;
 /// Work of `w1`'s job.
 const MAJORITY_WORK_MS: u64 = 300;
-/// `w1` starts this much after `w0`'s first acquire attempt was answered,
-/// so `w0`'s minority is taken first.
+/// `w1` starts this much after a master answered `w0`'s first acquire
+/// attempt, so `w0`'s minority is taken first.
 const SECOND_START_DELAY_MS: u64 = 30;
 /// Longest wait for `w0`'s first answer before `w1` starts anyway (a lock
 /// that waits out the partitioned masters' timeouts answers late).
@@ -102,8 +102,13 @@ impl Scenario for RedlockMinorityPartition {
         let w0 = names::worker_name(0);
         stage.run_until(FIRST_ANSWER_WAIT_MS_MAX, |s| {
             let (ops, _) = s.recorder().snapshot();
-            ops.iter()
-                .any(|op| op.worker == w0 && op.kind == OpKind::Acquire && op.complete_ms.is_some())
+            // A master's answer; a partitioned master's refusal (a closed
+            // proxy, after the client's retries) completes as a failure.
+            ops.iter().any(|op| {
+                op.worker == w0
+                    && op.kind == OpKind::Acquire
+                    && matches!(op.outcome, Outcome::Ok(_))
+            })
         })?;
         let second = plan(&setup, jobs(1, 1, MAJORITY_WORK_MS), SECOND_START_DELAY_MS);
         stage.spawn(1, second)?;
