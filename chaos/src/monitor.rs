@@ -531,6 +531,11 @@ pub struct Snapshot {
     pub skipped: Vec<(String, String)>,
     /// Every string key's value: the end-of-run comparison reads these.
     pub strings: Vec<(Vec<u8>, Vec<u8>, Option<u64>)>,
+    /// How long the read took, connecting included: each TTL above was
+    /// read somewhere in that span after the instant the caller noted, so
+    /// a comparison at that instant allows this much on top of its own
+    /// tolerance (on a loaded machine the read took over 250 ms).
+    pub read_ms: u64,
 }
 
 /// Reads database 0 of the server at `addr` (bounded by

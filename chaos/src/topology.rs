@@ -284,10 +284,13 @@ async fn admin_command<T: redis::FromRedisValue>(
 /// [`monitor::snapshot`] of a node, directly, with the orchestration's
 /// timeout.
 async fn read_snapshot(addr: &str, node: RedisNode) -> Result<Snapshot> {
+    let started = std::time::Instant::now();
     let run = async {
         let client = redis::Client::open(format!("redis://{addr}/"))?;
         let mut conn = client.get_multiplexed_async_connection().await?;
-        monitor::snapshot(&mut conn).await
+        let mut snap = monitor::snapshot(&mut conn).await?;
+        snap.read_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        Ok(snap)
     };
     match tokio::time::timeout(Duration::from_millis(ADMIN_COMMAND_TIMEOUT_MS), run).await {
         Ok(result) => result.map_err(|source| ChaosError::Redis {
