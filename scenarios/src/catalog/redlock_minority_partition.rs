@@ -8,7 +8,6 @@
 //! job. A quorum counted one short lets `w0` believe it holds the lock
 //! and write beside `w1` — first, so no fence can stop it.
 
-use crate::history::{OpKind, Outcome};
 use crate::names;
 use crate::property::Property;
 use crate::scenario::{Param, Scenario, ScenarioError, Setup};
@@ -25,12 +24,16 @@ use super::{jobs, plan, settle};
 const MINORITY_WORK_MS: u64 = 100;
 /// Work of `w1`'s job.
 const MAJORITY_WORK_MS: u64 = 300;
-/// `w1` starts this much after a master answered `w0`'s first acquire
-/// attempt, so `w0`'s minority is taken first.
+/// `w1` starts this much after `w0`, so `w0`'s minority is taken first.
+///
+/// A fixed head start from the spawn is a race on a loaded machine: a
+/// real `w0` whose first `SET` lands after `w1` has every master retries
+/// only as the partition heals, and the half-quorum mutant goes uncaught
+/// (once in 16 real-suite runs beside a CI build). Counting the head start
+/// from `w0`'s first attempt instead was tried and withdrawn: the real
+/// world then saw `set-without-nx` and `static-owner` hold the lock at
+/// once where the simulation did not (two disagreements over 3 seeds).
 const SECOND_START_DELAY_MS: u64 = 30;
-/// Longest wait for `w0`'s first answer before `w1` starts anyway (a lock
-/// that waits out the partitioned masters' timeouts answers late).
-const FIRST_ANSWER_WAIT_MS_MAX: u64 = 2_000;
 
 /// See the module doc.
 #[derive(Clone, Copy, Debug)]
@@ -93,23 +96,6 @@ impl Scenario for RedlockMinorityPartition {
         let n = self.masters;
         reach_only(stage, 0, n, self.minority())?;
         stage.spawn(0, plan(&setup, jobs(0, 1, MINORITY_WORK_MS), 0))?;
-        // `w1` asks only once `w0`'s first attempt has come back. A fixed
-        // head start alone is a race on real servers: on a loaded machine
-        // `w0`'s first `SET` could land after `w1` had taken every master,
-        // and `w0` then retried only as the partition healed, so a quorum
-        // counted one short went unseen (the likely cause of the one real
-        // suite run, of 16, beside a CI build that saw no minority write).
-        let w0 = names::worker_name(0);
-        stage.run_until(FIRST_ANSWER_WAIT_MS_MAX, |s| {
-            let (ops, _) = s.recorder().snapshot();
-            // A master's answer; a partitioned master's refusal (a closed
-            // proxy, after the client's retries) completes as a failure.
-            ops.iter().any(|op| {
-                op.worker == w0
-                    && op.kind == OpKind::Acquire
-                    && matches!(op.outcome, Outcome::Ok(_))
-            })
-        })?;
         let second = plan(&setup, jobs(1, 1, MAJORITY_WORK_MS), SECOND_START_DELAY_MS);
         stage.spawn(1, second)?;
         until_done_or_bound(stage, 1)?;
