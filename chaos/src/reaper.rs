@@ -132,6 +132,14 @@ pub async fn remove(docker: &Docker, id: &str) -> Result<()> {
             status_code: 404,
             ..
         }) => Ok(()),
+        // Being removed by someone else: the run it belongs to, still
+        // tearing down after a SIGTERM, or another start reaping it too
+        // (seen when a test run started while the one before it was being
+        // stopped). It goes either way, so it is not this start's failure.
+        Err(testcontainers::bollard::errors::Error::DockerResponseServerError {
+            status_code: 409,
+            message,
+        }) if message.contains("already in progress") => Ok(()),
         Err(e) => Err(ChaosError::Docker(format!("removing {id}: {e}"))),
     }
 }
