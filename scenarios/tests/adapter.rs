@@ -126,6 +126,15 @@ impl Drop for ScriptAdapter {
     }
 }
 
+/// The `setup` of the one-off redis-py adapters: a client built by the
+/// helper (Sentinel-aware, per-operation timeouts), and the lock settings.
+const REDIS_PY_SETUP: &str = r#"
+def setup(init):
+    lock = init["lock"]
+    op_s = lock["op_timeout_ms"] / 1000
+    return rf.redis_client(init, socket_timeout=op_s, socket_connect_timeout=op_s), lock
+"#;
+
 /// `adapter`'s conformance check, one real run at a time, and the names
 /// of the checks that failed.
 fn conformance_of(
@@ -490,14 +499,10 @@ fn python_locks_without_fences_accept_the_stale_write_after_a_pause() {
 fn a_lock_that_takes_the_key_again_under_a_new_token_is_read_as_acquiring() {
     let again = ScriptAdapter::new(
         "acquires-again",
-        r#"import time
-from redis.exceptions import RedisError
-
-def setup(init):
-    lock = init["lock"]
-    op_s = lock["op_timeout_ms"] / 1000
-    return rf.redis_client(init, socket_timeout=op_s, socket_connect_timeout=op_s), lock
-
+        &[
+            "import time\nfrom redis.exceptions import RedisError\n",
+            REDIS_PY_SETUP,
+            r#"
 def take(client, s):
     lock = client.lock(s["key"], timeout=s["lease_ms"] / 1000,
                        blocking_timeout=s["acquire_deadline_ms"] / 1000)
@@ -532,6 +537,8 @@ def job(ctx, msg):
 if __name__ == "__main__":
     rf.run("redis", setup, job, fences=False, library_label="redis-py, taking the key twice")
 "#,
+        ]
+        .concat(),
     );
     let record = run("mutual-exclusion", &again.adapter, 0);
     assert!(record.error.is_none(), "{}", summary(&record));
@@ -601,14 +608,10 @@ fn adapters_follow_a_sentinel_failover_through_their_own_paths() {
     let scenario = catalog::by_name("failover-counter-regression").expect("in the catalog");
     let patient = ScriptAdapter::new(
         "redis-py-patient",
-        r#"import time
-from redis.exceptions import ConnectionError, RedisError
-
-def setup(init):
-    lock = init["lock"]
-    op_s = lock["op_timeout_ms"] / 1000
-    return rf.redis_client(init, socket_timeout=op_s, socket_connect_timeout=op_s), lock
-
+        &[
+            "import time\nfrom redis.exceptions import ConnectionError, RedisError\n",
+            REDIS_PY_SETUP,
+            r#"
 def job(ctx, msg):
     client, s = ctx
     deadline = time.monotonic() + s["acquire_deadline_ms"] / 1000
@@ -636,6 +639,8 @@ def job(ctx, msg):
 if __name__ == "__main__":
     rf.run("redis", setup, job, fences=False, library_label="redis-py, waiting out a failover")
 "#,
+        ]
+        .concat(),
     );
     for adapter in [reference_adapter(), patient.adapter.clone()] {
         let record = {
