@@ -397,10 +397,21 @@ async fn bgsave(addr: &str, node: RedisNode) -> Result<()> {
     })
 }
 
-/// A field of `INFO replication`.
-/// Longest a cut waits for the replica to notice its link is gone.
+/// Longest a cut waits for the replica to notice its link is gone, and,
+/// before that, for it to catch up with what the primary had written.
 const CUT_WAIT_MS: u64 = 10_000;
 
+/// `INFO replication` of `node` at `addr`, as a readiness probe sees it
+/// (an error is "not yet").
+async fn replication_info(addr: &str, node: RedisNode) -> std::result::Result<String, Probe> {
+    let mut cmd = redis::cmd("INFO");
+    cmd.arg("replication");
+    admin_command::<String>(addr, node, cmd)
+        .await
+        .map_err(|e| Probe::NotYet(e.to_string()))
+}
+
+/// A field of `INFO replication`.
 fn info_field<'a>(info: &'a str, field: &str) -> Option<&'a str> {
     info.lines()
         .find_map(|line| line.strip_prefix(field)?.strip_prefix(':'))
@@ -1161,8 +1172,10 @@ impl RealCluster {
     }
 
     /// Writes stop reaching the replica (its link's proxy goes down).
+    /// Writes the primary had made before the cut reach the replica first.
     pub async fn cut_replication(&self) -> Result<()> {
         let replica = self.node_addr(RedisNode::Replica)?.to_owned();
+        self.replica_catch_up(CUT_WAIT_MS).await?;
         self.toxiproxy.set_enabled(REPLICATION_PROXY, false).await?;
         // The embedded proxy can lose track of a live connection (a noxious
         // race), and then disabling it leaves the replica's link open: close
@@ -1177,14 +1190,55 @@ impl RealCluster {
         until_ready("replication cut", CUT_WAIT_MS, || {
             let replica = replica.clone();
             async move {
-                let mut cmd = redis::cmd("INFO");
-                cmd.arg("replication");
-                let info = admin_command::<String>(&replica, RedisNode::Replica, cmd)
-                    .await
-                    .map_err(|e| Probe::NotYet(e.to_string()))?;
+                let info = replication_info(&replica, RedisNode::Replica).await?;
                 match info_field(&info, "master_link_status") {
                     Some("up") => Err(Probe::NotYet("link still up".to_owned())),
                     _ => Ok(()),
+                }
+            }
+        })
+        .await
+    }
+
+    /// Waits until the replica has what the primary had written when this
+    /// was called (its offset then), so that a cut divides the writes at the
+    /// moment the harness decided it, as the simulation's does: there a
+    /// write is on the replica when its reply reaches the worker (the two
+    /// hops take the same time). On real servers the replica applies a
+    /// write asynchronously, after the primary has answered; a cut made
+    /// right after a worker's acquire was answered could land before the
+    /// replica had that acquire, and a promoted replica would then lack a
+    /// lock the simulation's keeps (`failover-counter-regression` cuts just
+    /// after an acquire for that reason: for a lock with no TTL, that stale
+    /// copy decides what happens after the failover). A test holds the
+    /// link 400 ms back and shows the write answered before the cut
+    /// arrives. A link that is not up has nothing to catch up through, and a
+    /// promoted replica follows no one: no wait.
+    async fn replica_catch_up(&self, timeout_ms: u64) -> Result<()> {
+        if self.state.lock().await.primary == RedisNode::Replica {
+            // Already promoted: it follows no one.
+            return Ok(());
+        }
+        let primary = self.node_addr(RedisNode::Primary)?.to_owned();
+        let replica = self.node_addr(RedisNode::Replica)?.to_owned();
+        let mut cmd = redis::cmd("INFO");
+        cmd.arg("replication");
+        let info = admin_command::<String>(&primary, RedisNode::Primary, cmd).await?;
+        let wrote: u64 = info_field(&info, "master_repl_offset")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0);
+        until_ready("replica catch-up before a cut", timeout_ms, || {
+            let replica = replica.clone();
+            async move {
+                let info = replication_info(&replica, RedisNode::Replica).await?;
+                let link = info_field(&info, "master_link_status").unwrap_or("none");
+                let has: u64 = info_field(&info, "slave_repl_offset")
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(0);
+                if link != "up" || has >= wrote {
+                    Ok(())
+                } else {
+                    Err(Probe::NotYet(format!("replica at {has} of {wrote}")))
                 }
             }
         })
@@ -1206,15 +1260,8 @@ impl RealCluster {
         until_ready("replication", timeout_ms, || {
             let (primary, replica) = (primary.clone(), replica.clone());
             async move {
-                let info = |addr: String, node| async move {
-                    let mut cmd = redis::cmd("INFO");
-                    cmd.arg("replication");
-                    admin_command::<String>(&addr, node, cmd)
-                        .await
-                        .map_err(|e| Probe::NotYet(e.to_string()))
-                };
-                let p = info(primary, RedisNode::Primary).await?;
-                let r = info(replica, RedisNode::Replica).await?;
+                let p = replication_info(&primary, RedisNode::Primary).await?;
+                let r = replication_info(&replica, RedisNode::Replica).await?;
                 let link = info_field(&r, "master_link_status").unwrap_or("none");
                 let wrote: u64 = info_field(&p, "master_repl_offset")
                     .and_then(|v| v.parse().ok())

@@ -416,6 +416,49 @@ async fn cut_replication_holds_writes_back_until_restored() {
     cluster.shutdown().await;
 }
 
+/// A cut divides the writes where the harness decided it: a write the
+/// primary answered before the cut reaches the replica even when the
+/// replication link is slow. The link here is held 400 ms back, so without
+/// the catch-up the write would still be inside the proxy when it goes
+/// down, and be lost.
+#[tokio::test]
+async fn a_cut_keeps_the_writes_answered_before_it() {
+    use redfence_chaos::faults::{Stream, ToxicSpec};
+    use redfence_chaos::topology::REPLICATION_PROXY;
+    let cluster = local_cluster(1).await;
+    let w0 = cluster.worker_redis_url(0).unwrap();
+    let replica = cluster.redis_node_url(RedisNode::Replica).unwrap();
+    cluster.wait_for_replication(5_000).await.unwrap();
+    let slow = ToxicSpec::Latency {
+        stream: Stream::Downstream,
+        latency_ms: 400,
+        jitter_ms: 0,
+    };
+    cluster
+        .toxiproxy()
+        .add_toxic(REPLICATION_PROXY, slow)
+        .await
+        .unwrap();
+    // The proxy may drop the link as the toxic goes on: wait until the
+    // replica is back and caught up, through the slow link.
+    cluster.wait_for_replication(15_000).await.unwrap();
+    assert_eq!(call(&w0, "SET before-cut 1").await.unwrap(), "+OK\r\n");
+    cluster.cut_replication().await.unwrap();
+    assert_eq!(
+        call(&replica, "GET before-cut").await.unwrap(),
+        "$1\r\n1\r\n",
+        "answered before the cut, so on the replica"
+    );
+    assert_eq!(call(&w0, "SET after-cut 1").await.unwrap(), "+OK\r\n");
+    tokio::time::sleep(Duration::from_millis(SILENCE_MS)).await;
+    assert_eq!(
+        call(&replica, "GET after-cut").await.unwrap(),
+        "$-1\r\n",
+        "made after the cut, so not replicated"
+    );
+    cluster.shutdown().await;
+}
+
 #[tokio::test]
 async fn fail_over_promotes_the_replica_and_loses_unreplicated_writes() {
     let cluster = local_cluster(2).await;
