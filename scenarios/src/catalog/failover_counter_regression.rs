@@ -125,10 +125,13 @@ impl Scenario for FailoverCounterRegression {
         until_a_holding_starts(stage, setup.lease_ms)?;
         // And while the lock key is still on the primary: on a loaded real
         // machine the stage can notice a holding after its holder has let
-        // go, and a cut between holdings leaves the promoted replica free
-        // (a lock with no TTL then regressed its fence on real servers and
-        // stayed blocked in the simulation). Where the key is there, as it
-        // always is in the simulation here, this takes no time.
+        // go, and a cut between holdings leaves the promoted replica free.
+        // Where the key is there, as it always is in the simulation here,
+        // this takes no time. Not enough on its own: a real cut (catch-up,
+        // proxy down, link seen down) can outlast a 100 ms holding under
+        // load, and then a lock with no TTL regresses its fence on real
+        // servers while it stays blocked in the simulation (seen in the
+        // agreement command; a cut that fires on the wire is the remedy).
         stage.run_until_locked(setup.lease_ms)?;
         stage.fault(Fault::CutReplication)?;
         let at_cut = acquisitions(stage);
