@@ -330,6 +330,13 @@ impl World for SimWorld {
             .map(|value| String::from_utf8_lossy(&value).into_owned()))
     }
 
+    fn peek_replica(&mut self, key: &str) -> Result<Option<String>, WorldError> {
+        let replica = self.sim.replica().map_err(sim_error)?;
+        Ok(replica
+            .get(key)
+            .map(|value| String::from_utf8_lossy(&value).into_owned()))
+    }
+
     fn peeker(&mut self, masters: usize) -> Peek {
         let primary = self.sim.primary().clone();
         let replica = self.sim.replica().ok().cloned();

@@ -200,6 +200,14 @@ impl<'w> Stage<'w> {
         Ok(self.world.peek(&key)?.is_some())
     }
 
+    /// Whether the replica holds the resource's lock key (read out of
+    /// band): after a replication cut, whether a failover would promote a
+    /// server on which someone holds the lock.
+    pub fn replica_holds_lock(&mut self) -> Result<bool, WorldError> {
+        let key = self.lock_key()?;
+        Ok(self.world.peek_replica(&key)?.is_some())
+    }
+
     /// The lock key of the resource.
     pub fn lock_key(&self) -> Result<String, WorldError> {
         let name = crate::protocols::resource_name(&self.resource)

@@ -549,6 +549,14 @@ pub trait World {
     /// lock is set; `None` when the key does not exist or Redis is down.
     fn peek(&mut self, key: &str) -> Result<Option<String>, WorldError>;
 
+    /// The value of `key` on the replica (the server that started as the
+    /// replica), read out of band: what a failover would promote. A
+    /// script reads it after cutting replication, to know what the
+    /// promoted replica will hold. `None` when the key does not exist
+    /// there or the replica does not answer; an error when the world has
+    /// no replica.
+    fn peek_replica(&mut self, key: &str) -> Result<Option<String>, WorldError>;
+
     /// [`World::peek`] as a handle usable inside a worker's task, where the
     /// whole-worker level reads which owner a command left holding the
     /// lock (`whole_worker`). With `masters` > 1 it reads the key on masters

@@ -545,6 +545,65 @@ fn the_recorded_redis_log_follows_the_real_servers() {
     assert_eq!(changes(&on(&log, "replica")), [set("c")], "{log:?}");
 }
 
+/// A replication cut freezes what the replica holds, and a script reads it
+/// there (`World::peek_replica`, which `failover-counter-regression` uses
+/// to check that its cut landed inside a holding); a restore brings the
+/// replica level with the primary again, the same in both worlds. A world
+/// without a replica refuses the read.
+#[test]
+fn a_cut_freezes_the_replica_and_a_restore_brings_it_level_in_both_worlds() {
+    use redfence_scenarios::sim_world::SimWorlds;
+    let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let factories: [(&str, Box<dyn WorldFactory>); 2] =
+        [("sim", Box::new(SimWorlds)), ("real", Box::new(worlds()))];
+    for (name, factory) in factories {
+        let mut world = factory.build(&spec(3, true)).expect("a world");
+        send(
+            world.as_mut(),
+            0,
+            &[&["SET", "lock:{p}", "a", "PX", "60000"]],
+        );
+        world.run_for(100).expect("run");
+        world.inject(&Fault::CutReplication).expect("cut");
+        let replica = |world: &mut Box<dyn redfence_scenarios::world::World>| {
+            world.peek_replica("lock:{p}").expect("peek the replica")
+        };
+        assert_eq!(replica(&mut world).as_deref(), Some("a"), "{name}");
+        send(world.as_mut(), 1, &[&["DEL", "lock:{p}"]]);
+        world.run_for(100).expect("run");
+        assert_eq!(world.peek("lock:{p}").expect("peek"), None, "{name}");
+        assert_eq!(
+            replica(&mut world).as_deref(),
+            Some("a"),
+            "{name}: the cut kept the delete from the replica"
+        );
+        world.inject(&Fault::RestoreReplication).expect("restore");
+        world.run_for(100).expect("run");
+        assert_eq!(
+            replica(&mut world),
+            None,
+            "{name}: the restored replica applied the delete"
+        );
+        send(
+            world.as_mut(),
+            2,
+            &[&["SET", "lock:{p}", "c", "PX", "60000"]],
+        );
+        world.run_for(100).expect("run");
+        assert_eq!(
+            replica(&mut world).as_deref(),
+            Some("c"),
+            "{name}: the replica follows again"
+        );
+        drop(world);
+        let mut alone = factory.build(&spec(1, false)).expect("a world");
+        assert!(
+            alone.peek_replica("lock:{p}").is_err(),
+            "{name}: no replica, no read"
+        );
+    }
+}
+
 /// A restart that forgets, the same in both worlds: the primary takes a
 /// snapshot while `a` holds the lock, `b` then overwrites it, and the
 /// primary is killed and restarted from the snapshot. Real Redis

@@ -207,6 +207,38 @@ impl World for RealWorld {
         self.peek_primary(key)
     }
 
+    fn peek_replica(&mut self, key: &str) -> Result<Option<String>, WorldError> {
+        if !self.replica {
+            return Err(WorldError::Unsupported {
+                what: format!("reading {key} on the replica"),
+                why: "the scenario's world has no replica".to_owned(),
+            });
+        }
+        let url = self
+            .cluster()
+            .redis_node_url(RedisNode::Replica)
+            .ok_or_else(|| WorldError::Failed("no direct URL for the replica".to_owned()))?;
+        // A connection of its own: the read is rare (once per cut), and the
+        // primary's cached one must not be re-pointed for it.
+        let peeked = self.block_on(async {
+            tokio::time::timeout(Duration::from_millis(REPLICA_PEEK_TIMEOUT_MS), async {
+                let mut conn = redis::Client::open(url)?
+                    .get_multiplexed_async_connection()
+                    .await?;
+                redis::cmd("GET")
+                    .arg(key)
+                    .query_async::<Option<String>>(&mut conn)
+                    .await
+            })
+            .await
+        });
+        // The contract: `None` when the replica does not answer.
+        Ok(match peeked {
+            Ok(Ok(value)) => value,
+            Ok(Err(_)) | Err(_) => None,
+        })
+    }
+
     fn peeker(&mut self, masters: usize) -> Peek {
         // The masters the lock is kept on (1 for a lock on master 0 alone).
         let masters = masters.clamp(1, self.masters);
@@ -315,7 +347,18 @@ impl RealWorld {
             }
             Fault::RestoreReplication => {
                 self.needs_replica(fault)?;
-                self.cluster_op(|c| c.restore_replication())
+                // Restored means what it means in the simulation, where the
+                // held writes arrive at once: the replica follows again and
+                // has everything the primary wrote. A real replica
+                // reconnects on its own schedule (about once a second), so
+                // wait for that, bounded; a promoted replica follows no one.
+                self.cluster_op(|c| async move {
+                    c.restore_replication().await?;
+                    if c.current_primary().await == RedisNode::Replica {
+                        return Ok(());
+                    }
+                    c.wait_for_replication(RESTORE_WAIT_MS).await
+                })
             }
             Fault::FailOver => {
                 self.needs_replica(fault)?;

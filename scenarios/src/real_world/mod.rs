@@ -96,6 +96,14 @@ const CONNECT_RETRY_PAUSE_MS: u64 = 10;
 /// Timeout of one peek: scripts peek every few milliseconds, and a Redis
 /// that does not answer within this counts as down.
 const PEEK_TIMEOUT_MS: u64 = 500;
+/// Timeout of a read on the replica: once per replication cut, and a
+/// replica that merely answers slowly under load must not count as
+/// lacking the lock (the script would cut again for nothing).
+const REPLICA_PEEK_TIMEOUT_MS: u64 = 2_000;
+/// Longest wait for a restored replication link to be up and caught up: a
+/// replica retries its master about once a second, and a slow machine
+/// needs more (the chaos tests allow 15 s as well).
+const RESTORE_WAIT_MS: u64 = 15_000;
 /// Keys the ownership log follows: the lock keys every protocol's
 /// resource names (`lock:{resource}`), as in the simulation.
 const LOCK_KEY_PREFIX: &str = "lock:";
