@@ -165,7 +165,90 @@ pub struct WorkerPlan {
     /// Closed by the scenario when the workload is over: no job starts
     /// after that (the default never closes: every job runs).
     pub workload: Workload,
+    /// Opened as this worker's first job starts (after its start delay):
+    /// what another worker's [`WorkerPlan::waits_for`] names. The default
+    /// opens nothing.
+    pub opens: StartGate,
+    /// Waited for before the first job's start delay, once the worker is
+    /// set up (connected): the start delay then counts from the moment the
+    /// gate opened. The default is open.
+    pub waits_for: StartGate,
 }
+
+/// Longest a worker waits at a [`StartGate`] before it starts anyway: far
+/// beyond any setup (a few hundred milliseconds on a loaded machine); a
+/// gate that never opens (its opener crashed before its first job) must
+/// not hang the worker.
+pub const GATE_WAIT_MS_MAX: u64 = 10_000;
+/// How often a waiting worker looks at its gate: one simulated tick, so a
+/// wait ends at most one tick after the gate opened.
+const GATE_POLL_MS: u64 = 1;
+
+/// Orders two workers' first jobs: one worker's plan opens the gate as its
+/// first job starts, another's waits for it before its own start delay.
+///
+/// Why: a head start counted from the spawn includes both workers'
+/// connection setup, which takes the same simulated time in the
+/// simulation and anything on a loaded real machine, so "`w1` asks 30 ms
+/// after `w0`" could become "`w1` asks first" there
+/// (`redlock-minority-partition`). Gating on the other worker's first job,
+/// after each worker's own setup, keeps the order in both worlds. A gate
+/// that waits on the stage instead (spawning the second worker once the
+/// first holds its key) moves the second worker by its whole setup.
+#[derive(Clone, Debug, Default)]
+pub struct StartGate(Option<Arc<AtomicBool>>);
+
+impl StartGate {
+    /// A closed gate.
+    pub fn closed() -> Self {
+        Self(Some(Arc::new(AtomicBool::new(false))))
+    }
+
+    /// Opens it (again is a no-op).
+    pub fn open(&self) {
+        if let Some(open) = &self.0 {
+            open.store(true, Ordering::SeqCst);
+        }
+    }
+
+    /// Whether it is open (the default gate always is).
+    pub fn is_open(&self) -> bool {
+        self.0
+            .as_ref()
+            .is_none_or(|open| open.load(Ordering::SeqCst))
+    }
+
+    /// Waits until it is open, at most [`GATE_WAIT_MS_MAX`]; returns
+    /// whether it opened.
+    pub async fn wait(&self) -> bool {
+        self.wait_at_most(GATE_WAIT_MS_MAX).await
+    }
+
+    /// Waits until it is open, at most `limit_ms`; returns whether it
+    /// opened.
+    pub async fn wait_at_most(&self, limit_ms: u64) -> bool {
+        let mut waited_ms = 0;
+        // Bounded by limit_ms.
+        while !self.is_open() && waited_ms < limit_ms {
+            tokio::time::sleep(Duration::from_millis(GATE_POLL_MS)).await;
+            waited_ms += GATE_POLL_MS;
+        }
+        self.is_open()
+    }
+}
+
+/// Two gates are equal when they are one gate (or neither is one).
+impl PartialEq for StartGate {
+    fn eq(&self, other: &Self) -> bool {
+        match (&self.0, &other.0) {
+            (None, None) => true,
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            _ => false,
+        }
+    }
+}
+
+impl Eq for StartGate {}
 
 /// A scenario's word to its workers that the workload is over: a worker
 /// starts no job once it is closed; the job it is running finishes as
@@ -311,10 +394,12 @@ async fn run_slot(
     plan: WorkerPlan,
     slot: usize,
 ) {
+    plan.waits_for.wait().await;
     for job in plan.slot_jobs(slot) {
         if plan.start_delay_ms > 0 {
             tokio::time::sleep(Duration::from_millis(plan.start_delay_ms)).await;
         }
+        plan.opens.open();
         let stat = process(&env, session.as_mut(), &recorder, &probe, &plan, job).await;
         recorder.report(&env.name, Some(&job.job_id), stat.report);
         probe.stat(stat);
@@ -501,6 +586,39 @@ async fn write(
 mod tests {
     use super::*;
 
+    #[test]
+    fn a_start_gate_holds_its_waiter_until_opened_and_no_longer_than_its_bound() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .expect("a runtime");
+        rt.block_on(async {
+            // The default gate is open: a plan without one waits for nothing.
+            assert!(StartGate::default().wait_at_most(0).await);
+            // A closed gate holds its waiter until another task opens it.
+            let gate = StartGate::closed();
+            assert!(!gate.is_open());
+            let opener = gate.clone();
+            let started = std::time::Instant::now();
+            let open_later = async move {
+                tokio::time::sleep(Duration::from_millis(40)).await;
+                opener.open();
+            };
+            let (opened, ()) = tokio::join!(gate.wait_at_most(5_000), open_later);
+            assert!(opened);
+            assert!(started.elapsed() >= Duration::from_millis(40));
+            // Another waiter at the same, now open, gate passes at once.
+            assert!(gate.clone().wait_at_most(0).await);
+            // A gate nobody opens lets its waiter go at the bound, shut.
+            let shut = StartGate::closed();
+            assert!(!shut.wait_at_most(20).await);
+            // One gate, cloned, is equal to itself and to no other.
+            assert_eq!(gate, gate.clone());
+            assert_ne!(gate, shut);
+            assert_ne!(gate, StartGate::default());
+        });
+    }
+
     fn plan(workload: Workload, jobs_at_once: usize) -> WorkerPlan {
         WorkerPlan {
             resource: "r".to_owned(),
@@ -519,6 +637,8 @@ mod tests {
             start_delay_ms: 0,
             jobs_at_once,
             workload,
+            opens: StartGate::default(),
+            waits_for: StartGate::default(),
         }
     }
 

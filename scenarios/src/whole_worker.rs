@@ -416,10 +416,13 @@ pub(crate) async fn run_whole_worker(
 /// One job slot's jobs, one after another.
 async fn run_slot(mut watcher: Watcher, runner: &dyn JobRunner, plan: &WorkerPlan) {
     let slot = watcher.slot;
+    // As `driver::run_slot`: the gate after the setup, opened as a job starts.
+    plan.waits_for.wait().await;
     for spec in plan.slot_jobs(slot) {
         if plan.start_delay_ms > 0 {
             tokio::time::sleep(std::time::Duration::from_millis(plan.start_delay_ms)).await;
         }
+        plan.opens.open();
         let job = Job {
             resource: plan.resource.clone(),
             job_id: spec.job_id.clone(),

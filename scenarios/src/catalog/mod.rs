@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use crate::driver::{JobSpec, Phase, WorkerPlan, Workload};
+use crate::driver::{JobSpec, Phase, StartGate, WorkerPlan, Workload};
 use crate::run::RESOURCE;
 use crate::scenario::{Scenario, ScenarioError, Setup};
 use crate::stage::Stage;
@@ -101,6 +101,8 @@ pub fn plan(setup: &Setup, jobs: Vec<JobSpec>, start_delay_ms: u64) -> WorkerPla
         start_delay_ms,
         jobs_at_once: 1,
         workload: Workload::default(),
+        opens: StartGate::default(),
+        waits_for: StartGate::default(),
     }
 }
 

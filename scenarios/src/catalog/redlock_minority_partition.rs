@@ -8,6 +8,7 @@
 //! job. A quorum counted one short lets `w0` believe it holds the lock
 //! and write beside `w1` — first, so no fence can stop it.
 
+use crate::driver::{StartGate, WorkerPlan};
 use crate::names;
 use crate::property::Property;
 use crate::scenario::{Param, Scenario, ScenarioError, Setup};
@@ -24,23 +25,22 @@ use super::{jobs, plan, settle};
 const MINORITY_WORK_MS: u64 = 100;
 /// Work of `w1`'s job.
 const MAJORITY_WORK_MS: u64 = 300;
-/// `w1` starts this much after `w0`, so `w0`'s minority is taken first.
+/// `w1` starts this much after `w0`'s job starts, so `w0`'s minority is
+/// taken first.
 ///
-/// A fixed head start from the spawn is a race on a loaded machine: a
-/// real `w0` whose first `SET` lands after `w1` has every master retries
-/// only as the partition heals, and the half-quorum mutant goes uncaught
-/// (once in 16 real-suite runs beside a CI build). Counting the head start
-/// from `w0`'s first attempt instead was tried and withdrawn: the real
-/// world then saw `set-without-nx` and `static-owner` hold the lock at
-/// once where the simulation did not (two disagreements over 3 seeds).
-/// Spawning `w1` only once `w0`'s key is on master 0 was tried too, and
-/// left: a spawn includes the worker's connection setup (160 ms simulated),
-/// so `w1` then asked after `w0` had written, not 30 ms after `w0` asked,
-/// and the simulation's verdicts for those two mutants turned (200 of 200
-/// seeds). A gate that keeps the schedule has to sit inside `w1`, between
-/// its setup and its first acquire; the race was seen once more in 10
-/// real-suite runs beside a CI build, a second suite and the agreement
-/// command.
+/// Counted from `w0`'s job, not from the spawn (a [`StartGate`] that `w0`
+/// opens and `w1` waits at once it is connected): a head start from the
+/// spawn includes each worker's connection setup, and on a loaded real
+/// machine a `w0` slow to connect asked after `w1` had every master; it
+/// then retried only as the partition healed, and the half-quorum mutant
+/// went uncaught (twice in 34 real-suite runs beside other load). In the
+/// simulation both setups take the same time, so the gate is open by the
+/// time `w1` looks and the schedule is what it was. Two other gates were
+/// tried and left: counting from `w0`'s first acquire attempt as the stage
+/// saw it (the real world then saw `set-without-nx` and `static-owner` hold
+/// the lock at once where the simulation did not), and spawning `w1` once
+/// `w0`'s key was on master 0 (which moved `w1` by its whole 160 ms
+/// simulated setup and turned those two mutants' simulated verdicts).
 const SECOND_START_DELAY_MS: u64 = 30;
 
 /// See the module doc.
@@ -103,8 +103,16 @@ impl Scenario for RedlockMinorityPartition {
         let setup = self.setup();
         let n = self.masters;
         reach_only(stage, 0, n, self.minority())?;
-        stage.spawn(0, plan(&setup, jobs(0, 1, MINORITY_WORK_MS), 0))?;
-        let second = plan(&setup, jobs(1, 1, MAJORITY_WORK_MS), SECOND_START_DELAY_MS);
+        let gate = StartGate::closed();
+        let first = WorkerPlan {
+            opens: gate.clone(),
+            ..plan(&setup, jobs(0, 1, MINORITY_WORK_MS), 0)
+        };
+        stage.spawn(0, first)?;
+        let second = WorkerPlan {
+            waits_for: gate,
+            ..plan(&setup, jobs(1, 1, MAJORITY_WORK_MS), SECOND_START_DELAY_MS)
+        };
         stage.spawn(1, second)?;
         until_done_or_bound(stage, 1)?;
         reach_all(stage, 0, n, self.minority())?;
