@@ -4,6 +4,7 @@
 //! cannot lock: no protected write without a lease, and no lock left behind
 //! by an acquire that failed. After the restart, work resumes.
 
+use crate::driver::{WorkerPlan, Workload};
 use crate::names;
 use std::time::Duration;
 
@@ -16,8 +17,16 @@ use super::{jobs, plan, settle, until_a_holding_starts};
 
 /// Workers processing jobs (a third, the operator, breaks the counter).
 const WORKERS: usize = 2;
-/// Jobs per worker: enough that the last ones run after Redis is back.
-const JOBS: usize = 14;
+/// Jobs per worker: more than can run before the workload is closed (a
+/// job lasts at least `GAP_MS`, and the close comes about 5 s in, later on
+/// a slow machine), so no worker runs out of work before then.
+const JOBS: usize = 40;
+/// Work after the restart before the workload is closed: the same stretch
+/// in both worlds. A fixed job count left the real world one acquisition
+/// after the restart under load (its jobs fail as fast as the simulation's
+/// while Redis cannot grant locks, but the outage and the restart take
+/// longer there, so more of them are spent before it).
+const AFTER_RESTART_MS: u64 = 1_000;
 /// Work inside the critical section.
 const WORK_MS: u64 = 50;
 /// Pause before each job.
@@ -59,7 +68,16 @@ impl Scenario for RedisUnavailable {
 
     fn params(&self) -> Vec<Param> {
         vec![
-            Param::new("jobs-per-worker", JOBS, "jobs each worker processes"),
+            Param::new(
+                "jobs-per-worker",
+                JOBS,
+                "jobs each worker may process (more than run before the close)",
+            ),
+            Param::new(
+                "after-restart-ms",
+                AFTER_RESTART_MS,
+                "work after the restart before no new job starts",
+            ),
             Param::new("gap-ms", GAP_MS, "pause before each job"),
             Param::new(
                 "broken-ms",
@@ -94,8 +112,13 @@ impl Scenario for RedisUnavailable {
                 "the operator never finished".to_owned(),
             ));
         }
+        let workload = Workload::closable();
         for worker in 0..WORKERS {
-            stage.spawn(worker, plan(&setup, jobs(worker, JOBS, WORK_MS), GAP_MS))?;
+            let plan = WorkerPlan {
+                workload: workload.clone(),
+                ..plan(&setup, jobs(worker, JOBS, WORK_MS), GAP_MS)
+            };
+            stage.spawn(worker, plan)?;
         }
         stage.run_for(BROKEN_MS)?;
         // A lock that needs no fence counter takes the lock here: stop
@@ -105,6 +128,8 @@ impl Scenario for RedisUnavailable {
         stage.fault(Fault::StopRedis)?;
         stage.run_for(OUTAGE_MS)?;
         stage.fault(Fault::RestartRedis)?;
+        stage.run_for(AFTER_RESTART_MS)?;
+        workload.close();
         settle(stage)
     }
 }
