@@ -3,13 +3,24 @@
 //! Ports come from a fixed range below Linux's ephemeral range (32768+), so
 //! an outgoing connection can never take a port between our picking it and a
 //! server binding it, and a proxy never collides with a client socket. Picks
-//! are random (two concurrent runs rarely try the same port) and remembered
-//! for the life of the process (two clusters in one test binary never get the
-//! same port); a bind that still fails is retried by the caller on another
-//! pick, a bounded number of times.
+//! are random and remembered for the life of the process (two clusters in
+//! one test binary never get the same port); a bind that still fails is
+//! retried by the caller on another pick, a bounded number of times.
+//!
+//! A picked port is also **claimed machine-wide** until its cluster is torn
+//! down ([`release_port`]), so that another of our processes never picks it
+//! while it is free but still ours: a stopped server's port before its
+//! restart, a disabled proxy's before it is enabled again. Without the
+//! claim, two suites (or a suite and the agreement command) on one machine
+//! collided there: a proxy could not be enabled again ("still
+//! enabled=false") and a stopped primary's port answered for another
+//! suite's server. The claim is an abstract Unix socket named after the
+//! port (`redfence-port-<port>`): the kernel frees it when its process
+//! ends, however it ends, so a `kill -9` leaves nothing to clean up.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::{Ipv4Addr, SocketAddr, TcpListener};
+use std::os::unix::net::UnixListener;
 use std::sync::Mutex;
 
 use crate::error::{ChaosError, Result};
@@ -23,6 +34,37 @@ pub const PORT_RANGE_END: u16 = 32_000;
 pub const PORT_PICK_ATTEMPTS_MAX: u32 = 200;
 
 static HANDED_OUT: Mutex<BTreeSet<u16>> = Mutex::new(BTreeSet::new());
+/// The machine-wide claims this process holds, by port (see the module doc).
+static CLAIMS: Mutex<BTreeMap<u16, UnixListener>> = Mutex::new(BTreeMap::new());
+
+/// The name of the machine-wide claim on `port`.
+fn claim_name(port: u16) -> String {
+    format!("redfence-port-{port}")
+}
+
+/// Claims `port` machine-wide: `Some` with the claim, `None` when another
+/// socket (another process of ours) holds it. Abstract Unix sockets live in
+/// the network namespace, which every server, proxy and container of ours
+/// shares (containers run on the host network).
+pub fn claim(port: u16) -> Option<UnixListener> {
+    use std::os::linux::net::SocketAddrExt;
+    let name = claim_name(port);
+    let addr = std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes()).ok()?;
+    UnixListener::bind_addr(&addr).ok()
+}
+
+/// Gives up this process's claim on `port` (a no-op without one): its
+/// cluster is gone. The port stays handed out in this process.
+pub fn release_port(port: u16) {
+    let mut claims = CLAIMS.lock().unwrap_or_else(|e| e.into_inner());
+    claims.remove(&port);
+}
+
+/// Whether this process holds a claim on `port`.
+pub fn is_claimed_here(port: u16) -> bool {
+    let claims = CLAIMS.lock().unwrap_or_else(|e| e.into_inner());
+    claims.contains_key(&port)
+}
 
 /// The loopback address every server and proxy of ours binds.
 pub const LOOPBACK: Ipv4Addr = Ipv4Addr::LOCALHOST;
@@ -32,19 +74,35 @@ pub const LOOPBACK: Ipv4Addr = Ipv4Addr::LOCALHOST;
 /// Free means a bind succeeded just now; the caller binds it next (or, for a
 /// server process, starts it and retries with a new pick if it fails).
 pub fn pick_port() -> Result<u16> {
-    let mut handed_out = HANDED_OUT.lock().unwrap_or_else(|e| e.into_inner());
     let span = u32::from(PORT_RANGE_END - PORT_RANGE_START);
-    for _ in 0..PORT_PICK_ATTEMPTS_MAX {
-        // uuid's v4 is the randomness source we already depend on.
+    // uuid's v4 is the randomness source we already depend on.
+    let candidates = (0..PORT_PICK_ATTEMPTS_MAX).map(|_| {
         let random = uuid::Uuid::new_v4().as_u128() as u32;
-        let port = PORT_RANGE_START + (random % span) as u16;
+        PORT_RANGE_START + (random % span) as u16
+    });
+    pick_from(candidates)
+}
+
+/// The first of `candidates` that this process never handed out, that no
+/// other process of ours claims, and that is free: handed out and claimed.
+fn pick_from(candidates: impl Iterator<Item = u16>) -> Result<u16> {
+    let mut handed_out = HANDED_OUT.lock().unwrap_or_else(|e| e.into_inner());
+    // Bounded by the candidates (PORT_PICK_ATTEMPTS_MAX from pick_port).
+    for port in candidates {
         if handed_out.contains(&port) {
             continue;
         }
+        // Another process of ours holds it (free now, but still theirs).
+        let Some(claimed) = claim(port) else {
+            continue;
+        };
         if TcpListener::bind(SocketAddr::from((LOOPBACK, port))).is_ok() {
             handed_out.insert(port);
+            let mut claims = CLAIMS.lock().unwrap_or_else(|e| e.into_inner());
+            claims.insert(port, claimed);
             return Ok(port);
         }
+        // Taken by something that is not ours: the claim goes with the pick.
     }
     Err(ChaosError::io(
         format!("no free loopback port in {PORT_RANGE_START}..{PORT_RANGE_END}"),
@@ -55,4 +113,59 @@ pub fn pick_port() -> Result<u16> {
 /// `127.0.0.1:port`.
 pub fn loopback(port: u16) -> SocketAddr {
     SocketAddr::from((LOOPBACK, port))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A picked port is claimed machine-wide until released: a claim made
+    /// meanwhile elsewhere (here by a second socket, which is what another
+    /// process's claim is: abstract names are shared by every process in
+    /// the network namespace) fails, and succeeds once it is released.
+    #[test]
+    fn a_picked_port_is_claimed_until_released() {
+        let port = pick_port().expect("a port");
+        assert!(is_claimed_here(port));
+        assert!(
+            claim(port).is_none(),
+            "another process could claim port {port} while it is ours"
+        );
+        release_port(port);
+        assert!(!is_claimed_here(port));
+        let other = claim(port).expect("claimable once released");
+        drop(other);
+        // Released ports are not picked again by this process.
+        for _ in 0..50 {
+            assert_ne!(pick_port().expect("a port"), port);
+        }
+    }
+
+    /// A port another process of ours holds is skipped, though it is free:
+    /// the pick takes the next candidate.
+    #[test]
+    fn a_port_claimed_elsewhere_is_never_picked() {
+        let first = pick_port().expect("a port");
+        let second = pick_port().expect("a port");
+        // Two free ports, unclaimed, never handed out here: free them from
+        // this process's books, then let "another process" (a socket of
+        // ours: the same abstract name) claim the first.
+        for port in [first, second] {
+            release_port(port);
+            HANDED_OUT
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .remove(&port);
+        }
+        let elsewhere = claim(first).expect("claimable");
+        assert_eq!(
+            pick_from([first, second].into_iter()).expect("a port"),
+            second
+        );
+        // Once the other process lets go, the port can be picked again.
+        drop(elsewhere);
+        assert_eq!(pick_from([first].into_iter()).expect("a port"), first);
+        release_port(first);
+        release_port(second);
+    }
 }

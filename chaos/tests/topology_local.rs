@@ -57,7 +57,43 @@ async fn worker_paths_reach_the_servers_and_the_database_is_migrated() {
         .get(0);
     assert_eq!(tables, 1, "the core's migrations ran");
     assert!(cluster.worker_redis_url(2).is_err(), "no third worker");
+
+    // Every port of the cluster, servers and proxies, is claimed for it
+    // machine-wide while it lives (no other process of ours picks one,
+    // even while a server is stopped or a proxy disabled), and the claims
+    // go with it.
+    let port_of = |url: &str| -> u16 {
+        let rest = &url[url.find("127.0.0.1:").expect("a loopback url") + 10..];
+        let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+        digits.parse().expect("a port")
+    };
+    let mut ports = vec![port_of(&primary), port_of(&replica)];
+    for worker in 0..2 {
+        ports.push(port_of(&cluster.worker_redis_url(worker).unwrap()));
+        ports.push(port_of(&cluster.worker_postgres_url(worker).unwrap()));
+    }
+    for port in &ports {
+        assert!(
+            redfence_chaos::ports::is_claimed_here(*port),
+            "{port} unclaimed"
+        );
+        assert!(redfence_chaos::ports::claim(*port).is_none(), "{port}");
+    }
     cluster.shutdown().await;
+    // The proxies' claims go as their server's tasks are dropped, which
+    // the embedded server's runtime does in the background: bounded wait.
+    let released = |ports: &[u16]| {
+        ports
+            .iter()
+            .all(|p| !redfence_chaos::ports::is_claimed_here(*p))
+    };
+    for _ in 0..100 {
+        if released(&ports) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(released(&ports), "claims kept after shutdown: {ports:?}");
 }
 
 #[tokio::test]

@@ -484,6 +484,15 @@ fn redis_command(port: u16) -> Vec<String> {
 
 impl Drop for ContainerServers {
     fn drop(&mut self) {
+        // The servers go: their ports are no longer ours to keep.
+        for backend in self
+            .redis
+            .iter()
+            .chain(std::iter::once(&self.postgres))
+            .chain(self.sentinels.iter())
+        {
+            crate::ports::release_port(backend.port);
+        }
         let containers: Vec<ContainerAsync<GenericImage>> = self
             .redis
             .iter_mut()

@@ -665,6 +665,11 @@ impl LocalRedis {
 
 impl Drop for LocalServers {
     fn drop(&mut self) {
+        // The servers go: their ports are no longer ours to keep.
+        for redis in self.redis.iter().chain(self.sentinels.iter()) {
+            crate::ports::release_port(redis.port);
+        }
+        crate::ports::release_port(self.pg_port);
         for redis in self.redis.iter_mut().chain(self.sentinels.iter_mut()) {
             if let Some(child) = redis.child.take() {
                 stop_blocking(child, libc::SIGTERM);

@@ -93,6 +93,23 @@ pub struct Registry {
     proxies: BTreeMap<String, Entry>,
 }
 
+/// The registry goes with its server: its proxies' ports are no longer
+/// ours to keep (`ports::release_port`; a port asked for explicitly was
+/// never claimed, and releasing it is a no-op).
+impl Drop for Registry {
+    fn drop(&mut self) {
+        for entry in self.proxies.values() {
+            if let Some(port) = entry
+                .listen
+                .rsplit_once(':')
+                .and_then(|(_, port)| port.parse::<u16>().ok())
+            {
+                crate::ports::release_port(port);
+            }
+        }
+    }
+}
+
 /// Parses `listen` and refuses anything but loopback: this server exists
 /// for tests on one machine and never opens a port to the network.
 fn loopback_listen(listen: &str) -> Result<SocketAddr, ApiError> {
