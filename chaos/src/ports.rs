@@ -3,9 +3,13 @@
 //! Ports come from a fixed range below Linux's ephemeral range (32768+), so
 //! an outgoing connection can never take a port between our picking it and a
 //! server binding it, and a proxy never collides with a client socket. Picks
-//! are random and remembered for the life of the process (two clusters in
-//! one test binary never get the same port); a bind that still fails is
-//! retried by the caller on another pick, a bounded number of times.
+//! are random; a port is not handed out again while its cluster lives, nor
+//! for a minute after ([`PORT_REST_MS`]), so no client of an old cluster
+//! reaches a new server there. Remembering them for good, as before, would
+//! use up the range's ~9,900 ports after about a thousand real runs of one
+//! process (the agreement command over every cell, 3 seeds: about ten
+//! ports a run). A bind that still fails is retried by the caller on
+//! another pick, a bounded number of times.
 //!
 //! A picked port is also **claimed machine-wide** until its cluster is torn
 //! down ([`release_port`]), so that another of our processes never picks it
@@ -18,10 +22,11 @@
 //! port (`redfence-port-<port>`): the kernel frees it when its process
 //! ends, however it ends, so a `kill -9` leaves nothing to clean up.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::net::{Ipv4Addr, SocketAddr, TcpListener};
 use std::os::unix::net::UnixListener;
 use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use crate::error::{ChaosError, Result};
 
@@ -33,7 +38,13 @@ pub const PORT_RANGE_END: u16 = 32_000;
 /// How many candidates one pick tries before giving up.
 pub const PORT_PICK_ATTEMPTS_MAX: u32 = 200;
 
-static HANDED_OUT: Mutex<BTreeSet<u16>> = Mutex::new(BTreeSet::new());
+/// Every port this process handed out: `None` while its cluster lives,
+/// `Some(when)` once released.
+static HANDED_OUT: Mutex<BTreeMap<u16, Option<Instant>>> = Mutex::new(BTreeMap::new());
+/// How long a released port rests before this process hands it out again:
+/// long past the end of its cluster's runtime, so no client of the old
+/// cluster can still be connecting to it when a new server listens there.
+pub const PORT_REST_MS: u64 = 60_000;
 /// The machine-wide claims this process holds, by port (see the module doc).
 static CLAIMS: Mutex<BTreeMap<u16, UnixListener>> = Mutex::new(BTreeMap::new());
 
@@ -53,11 +64,16 @@ pub fn claim(port: u16) -> Option<UnixListener> {
     UnixListener::bind_addr(&addr).ok()
 }
 
-/// Gives up this process's claim on `port` (a no-op without one): its
-/// cluster is gone. The port stays handed out in this process.
+/// Gives up `port` (a no-op for a port this process did not pick): its
+/// cluster is gone, so the claim goes and a later pick may hand it out
+/// again.
 pub fn release_port(port: u16) {
+    // The same lock order as `pick_from`: handed out, then claims.
+    let mut handed_out = HANDED_OUT.lock().unwrap_or_else(|e| e.into_inner());
     let mut claims = CLAIMS.lock().unwrap_or_else(|e| e.into_inner());
-    claims.remove(&port);
+    if claims.remove(&port).is_some() {
+        handed_out.insert(port, Some(Instant::now()));
+    }
 }
 
 /// Whether this process holds a claim on `port`.
@@ -89,7 +105,10 @@ fn pick_from(candidates: impl Iterator<Item = u16>) -> Result<u16> {
     let mut handed_out = HANDED_OUT.lock().unwrap_or_else(|e| e.into_inner());
     // Bounded by the candidates (PORT_PICK_ATTEMPTS_MAX from pick_port).
     for port in candidates {
-        if handed_out.contains(&port) {
+        let resting = |released: &Option<Instant>| {
+            released.is_none_or(|at| at.elapsed() < Duration::from_millis(PORT_REST_MS))
+        };
+        if handed_out.get(&port).is_some_and(resting) {
             continue;
         }
         // Another process of ours holds it (free now, but still theirs).
@@ -97,7 +116,7 @@ fn pick_from(candidates: impl Iterator<Item = u16>) -> Result<u16> {
             continue;
         };
         if TcpListener::bind(SocketAddr::from((LOOPBACK, port))).is_ok() {
-            handed_out.insert(port);
+            handed_out.insert(port, None);
             let mut claims = CLAIMS.lock().unwrap_or_else(|e| e.into_inner());
             claims.insert(port, claimed);
             return Ok(port);
@@ -135,10 +154,28 @@ mod tests {
         assert!(!is_claimed_here(port));
         let other = claim(port).expect("claimable once released");
         drop(other);
-        // Released ports are not picked again by this process.
-        for _ in 0..50 {
-            assert_ne!(pick_port().expect("a port"), port);
-        }
+        // This process does not hand it out again while it rests, and
+        // does once it has rested (a long run reuses the ports of clusters
+        // it is done with).
+        assert!(pick_from([port].into_iter()).is_err());
+        let long_ago = Instant::now()
+            .checked_sub(Duration::from_millis(PORT_REST_MS + 1))
+            .expect("a minute after boot");
+        HANDED_OUT
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(port, Some(long_ago));
+        assert_eq!(pick_from([port].into_iter()).expect("a port"), port);
+        release_port(port);
+    }
+
+    /// A port handed out and still held is never picked again by this
+    /// process: two live clusters never share one.
+    #[test]
+    fn a_held_port_is_not_picked_twice() {
+        let port = pick_port().expect("a port");
+        assert!(pick_from([port].into_iter()).is_err());
+        release_port(port);
     }
 
     /// A port another process of ours holds is skipped, though it is free:
@@ -147,9 +184,9 @@ mod tests {
     fn a_port_claimed_elsewhere_is_never_picked() {
         let first = pick_port().expect("a port");
         let second = pick_port().expect("a port");
-        // Two free ports, unclaimed, never handed out here: free them from
-        // this process's books, then let "another process" (a socket of
-        // ours: the same abstract name) claim the first.
+        // Two free ports, unclaimed, rested: free them from this process's
+        // books, then let "another process" (a socket of ours: the same
+        // abstract name) claim the first.
         for port in [first, second] {
             release_port(port);
             HANDED_OUT
