@@ -85,7 +85,8 @@ pub fn is_claimed_here(port: u16) -> bool {
 /// The loopback address every server and proxy of ours binds.
 pub const LOOPBACK: Ipv4Addr = Ipv4Addr::LOCALHOST;
 
-/// A free loopback port, not handed out before in this process.
+/// A free loopback port that no live cluster of this process holds and no
+/// other process of ours claims.
 ///
 /// Free means a bind succeeded just now; the caller binds it next (or, for a
 /// server process, starts it and retries with a new pick if it fails).
@@ -99,8 +100,9 @@ pub fn pick_port() -> Result<u16> {
     pick_from(candidates)
 }
 
-/// The first of `candidates` that this process never handed out, that no
-/// other process of ours claims, and that is free: handed out and claimed.
+/// The first of `candidates` that this process does not hold (or released
+/// and has let rest), that no other process of ours claims, and that is
+/// free: handed out and claimed.
 fn pick_from(candidates: impl Iterator<Item = u16>) -> Result<u16> {
     let mut handed_out = HANDED_OUT.lock().unwrap_or_else(|e| e.into_inner());
     // Bounded by the candidates (PORT_PICK_ATTEMPTS_MAX from pick_port).
@@ -174,8 +176,20 @@ mod tests {
     #[test]
     fn a_held_port_is_not_picked_twice() {
         let port = pick_port().expect("a port");
+        // Without its claim too (so the books alone must refuse it): a
+        // port whose claim failed to register is still not handed out
+        // twice.
+        let claim_here = CLAIMS
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&port)
+            .expect("claimed by the pick");
+        drop(claim_here);
         assert!(pick_from([port].into_iter()).is_err());
-        release_port(port);
+        HANDED_OUT
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&port);
     }
 
     /// A port another process of ours holds is skipped, though it is free:

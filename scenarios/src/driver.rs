@@ -175,10 +175,11 @@ pub struct WorkerPlan {
     pub waits_for: StartGate,
 }
 
-/// Longest a worker waits at a [`StartGate`] before it starts anyway: far
-/// beyond any setup (a few hundred milliseconds on a loaded machine); a
-/// gate that never opens (its opener crashed before its first job) must
-/// not hang the worker.
+/// Longest a worker waits at a [`StartGate`] before it starts anyway, in
+/// polls of [`GATE_POLL_MS`] (a poll can take longer on a loaded real
+/// machine, so the wall-clock bound is looser): far beyond any setup (a
+/// few hundred milliseconds on a loaded machine); a gate that never opens
+/// (its opener crashed before its first job) must not hang the worker.
 pub const GATE_WAIT_MS_MAX: u64 = 10_000;
 /// How often a waiting worker looks at its gate: one simulated tick, so a
 /// wait ends at most one tick after the gate opened.

@@ -665,11 +665,6 @@ impl LocalRedis {
 
 impl Drop for LocalServers {
     fn drop(&mut self) {
-        // The servers go: their ports are no longer ours to keep.
-        for redis in self.redis.iter().chain(self.sentinels.iter()) {
-            crate::ports::release_port(redis.port);
-        }
-        crate::ports::release_port(self.pg_port);
         for redis in self.redis.iter_mut().chain(self.sentinels.iter_mut()) {
             if let Some(child) = redis.child.take() {
                 stop_blocking(child, libc::SIGTERM);
@@ -679,5 +674,10 @@ impl Drop for LocalServers {
             stop_blocking(child, libc::SIGINT);
         }
         live::delete_folder(&self.root);
+        // The servers are gone: their ports are no longer ours to keep.
+        for redis in self.redis.iter().chain(self.sentinels.iter()) {
+            crate::ports::release_port(redis.port);
+        }
+        crate::ports::release_port(self.pg_port);
     }
 }
