@@ -173,6 +173,36 @@ pub struct WorkerPlan {
     /// set up (connected): the start delay then counts from the moment the
     /// gate opened. The default is open.
     pub waits_for: StartGate,
+    /// A job the script holds back until it is ready for it. The default
+    /// holds none.
+    pub hold: JobHold,
+}
+
+/// A job held back by the script: job `job` (its index in the plan)
+/// starts, once its start delay is over, only when `gate` is open.
+///
+/// Why: a script that must set something up between two jobs of a worker
+/// (a fault aimed at the next acquire, `lost-acquire-reply`) has the start
+/// delay to do it in. The simulation always makes it, and its schedule
+/// stays as it was (the gate is open by the time the worker looks); a
+/// loaded real machine can take longer than the delay to notice the job
+/// that ended and to inject the fault, and the worker then ran the job the
+/// fault was meant for unharmed. The default holds nothing.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct JobHold {
+    /// The held job's index in the plan.
+    pub job: usize,
+    /// Opened by the script when the job may start.
+    pub gate: StartGate,
+}
+
+impl JobHold {
+    /// Waits (bounded, see [`StartGate::wait`]) if `job` is the held job.
+    pub async fn before(&self, job: usize) {
+        if job == self.job {
+            self.gate.wait().await;
+        }
+    }
 }
 
 /// Longest a worker waits at a [`StartGate`] before it starts anyway, in
@@ -396,10 +426,11 @@ async fn run_slot(
     slot: usize,
 ) {
     plan.waits_for.wait().await;
-    for job in plan.slot_jobs(slot) {
+    for (nth, job) in plan.slot_jobs(slot).enumerate() {
         if plan.start_delay_ms > 0 {
             tokio::time::sleep(Duration::from_millis(plan.start_delay_ms)).await;
         }
+        plan.hold.before(slot + nth * plan.jobs_at_once).await;
         plan.opens.open();
         let stat = process(&env, session.as_mut(), &recorder, &probe, &plan, job).await;
         recorder.report(&env.name, Some(&job.job_id), stat.report);
@@ -588,7 +619,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_start_gate_holds_its_waiter_until_opened_and_no_longer_than_its_bound() {
+    fn a_start_gate_and_a_job_hold_hold_their_waiter_until_opened_and_no_longer_than_the_bound() {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_time()
             .build()
@@ -613,6 +644,22 @@ mod tests {
             // A gate nobody opens lets its waiter go at the bound, shut.
             let shut = StartGate::closed();
             assert!(!shut.wait_at_most(20).await);
+            // A job hold holds its own job only, until the script opens it.
+            let hold = JobHold {
+                job: 1,
+                gate: StartGate::closed(),
+            };
+            let started = std::time::Instant::now();
+            hold.before(0).await;
+            assert!(started.elapsed() < Duration::from_millis(1_000));
+            let opener = hold.gate.clone();
+            let open_later = async move {
+                tokio::time::sleep(Duration::from_millis(30)).await;
+                opener.open();
+            };
+            let started = std::time::Instant::now();
+            let ((), ()) = tokio::join!(hold.before(1), open_later);
+            assert!(started.elapsed() >= Duration::from_millis(30));
             // One gate, cloned, is equal to itself and to no other.
             assert_eq!(gate, gate.clone());
             assert_ne!(gate, shut);
@@ -640,6 +687,7 @@ mod tests {
             workload,
             opens: StartGate::default(),
             waits_for: StartGate::default(),
+            hold: JobHold::default(),
         }
     }
 

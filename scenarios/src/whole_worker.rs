@@ -418,10 +418,11 @@ async fn run_slot(mut watcher: Watcher, runner: &dyn JobRunner, plan: &WorkerPla
     let slot = watcher.slot;
     // As `driver::run_slot`: the gate after the setup, opened as a job starts.
     plan.waits_for.wait().await;
-    for spec in plan.slot_jobs(slot) {
+    for (nth, spec) in plan.slot_jobs(slot).enumerate() {
         if plan.start_delay_ms > 0 {
             tokio::time::sleep(std::time::Duration::from_millis(plan.start_delay_ms)).await;
         }
+        plan.hold.before(slot + nth * plan.jobs_at_once).await;
         plan.opens.open();
         let job = Job {
             resource: plan.resource.clone(),

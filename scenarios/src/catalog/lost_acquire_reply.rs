@@ -11,7 +11,7 @@ use crate::stage::Stage;
 use crate::world::Fault;
 
 use super::{jobs, plan, reach, settle, STEP_MS_MAX};
-use crate::driver::Phase;
+use crate::driver::{JobHold, Phase, StartGate, WorkerPlan};
 
 /// Jobs per worker.
 const JOBS: usize = 2;
@@ -78,7 +78,19 @@ impl Scenario for LostAcquireReply {
 
     fn run(&self, stage: &mut Stage<'_>) -> Result<(), ScenarioError> {
         let setup = self.setup();
-        stage.spawn(0, plan(&setup, jobs(0, JOBS, WORK_MS), START_DELAY_MS))?;
+        // The second job waits for the fault (see JobHold): in the
+        // simulation the fault is in place long before its start delay is
+        // over; a loaded real machine was once slower, and the acquire the
+        // loss was meant for got its answer.
+        let hold = JobHold {
+            job: 1,
+            gate: StartGate::closed(),
+        };
+        let first = WorkerPlan {
+            hold: hold.clone(),
+            ..plan(&setup, jobs(0, JOBS, WORK_MS), START_DELAY_MS)
+        };
+        stage.spawn(0, first)?;
         // Worker 0's first job opens its connection and loads the lock's
         // scripts into Redis, as a running service has; the replies then
         // vanish while it waits to start its second job, so that job's
@@ -89,6 +101,7 @@ impl Scenario for LostAcquireReply {
             ));
         }
         stage.fault(Fault::DropRedisReplies(0))?;
+        hold.gate.open();
         // The loss is timed from the acquire it is meant for, and the
         // contender arrives while that acquire's answer is lost.
         reach(stage, 0, Phase::Acquiring)?;

@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use crate::driver::{JobSpec, Phase, StartGate, WorkerPlan, Workload};
+use crate::driver::{JobHold, JobSpec, Phase, StartGate, WorkerPlan, Workload};
 use crate::run::RESOURCE;
 use crate::scenario::{Scenario, ScenarioError, Setup};
 use crate::stage::Stage;
@@ -103,6 +103,7 @@ pub fn plan(setup: &Setup, jobs: Vec<JobSpec>, start_delay_ms: u64) -> WorkerPla
         workload: Workload::default(),
         opens: StartGate::default(),
         waits_for: StartGate::default(),
+        hold: JobHold::default(),
     }
 }
 
