@@ -46,6 +46,10 @@ pub const LOCAL_FOLDER_PREFIX: &str = "redfence-chaos-";
 const LEFTOVER_EXIT_WAIT_MS: u64 = 2_000;
 /// Poll interval of that wait.
 const LEFTOVER_POLL_MS: u64 = 20;
+/// How long a removal someone else started is waited for.
+const REMOVAL_WAIT_MS: u64 = 10_000;
+/// Poll interval of that wait.
+const REMOVAL_POLL_MS: u64 = 50;
 
 /// This process's identity, as [`LABEL_CREATOR`] holds it.
 pub fn own_identity() -> String {
@@ -136,12 +140,37 @@ pub async fn remove(docker: &Docker, id: &str) -> Result<()> {
         // tearing down after a SIGTERM, or another start reaping it too
         // (seen when a test run started while the one before it was being
         // stopped). It goes either way, so it is not this start's failure.
+        //
+        // Waited for, bounded: until it is gone, it is still listed (its
+        // state "removing"), and a caller that counts what is left after a
+        // reap (seen in a test, while another suite's start reaped the same
+        // orphan) would count it.
         Err(testcontainers::bollard::errors::Error::DockerResponseServerError {
             status_code: 409,
             message,
-        }) if message.contains("already in progress") => Ok(()),
+        }) if message.contains("already in progress") => {
+            until_gone(docker, id).await;
+            Ok(())
+        }
         Err(e) => Err(ChaosError::Docker(format!("removing {id}: {e}"))),
     }
+}
+
+/// Waits until the container `id` no longer exists, at most
+/// [`REMOVAL_WAIT_MS`]; its remover is someone else, so a removal that
+/// outlasts the wait is theirs to report.
+async fn until_gone(docker: &Docker, id: &str) {
+    // Bounded: REMOVAL_WAIT_MS / REMOVAL_POLL_MS looks.
+    for _ in 0..REMOVAL_WAIT_MS / REMOVAL_POLL_MS {
+        match docker.inspect_container(id, None).await {
+            Err(testcontainers::bollard::errors::Error::DockerResponseServerError {
+                status_code: 404,
+                ..
+            }) => return,
+            _ => tokio::time::sleep(std::time::Duration::from_millis(REMOVAL_POLL_MS)).await,
+        }
+    }
+    tracing::warn!(container = %id, "still being removed after {REMOVAL_WAIT_MS} ms");
 }
 
 /// Removes our containers whose creating process is gone; returns how many

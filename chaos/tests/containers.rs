@@ -183,6 +183,22 @@ async fn the_next_start_reaps_containers_of_dead_runs_only() {
     assert_eq!(containers_of(&run).await, 0);
 }
 
+/// Two removers of one container at once (two starts reaping the same
+/// orphan, as two suites on one machine do): whichever returns, the
+/// container is gone by then, not still listed as being removed.
+#[tokio::test]
+async fn a_container_removed_twice_at_once_is_gone_when_either_returns() {
+    let run = uuid::Uuid::new_v4().simple().to_string();
+    let id = labelled_container(&run, &reaper::own_identity());
+    let docker = docker().await.unwrap();
+    let remove_and_count = || async {
+        reaper::remove(&docker, &id).await.expect("removed");
+        containers_of(&run).await
+    };
+    let (first, second) = tokio::join!(remove_and_count(), remove_and_count());
+    assert_eq!((first, second), (0, 0));
+}
+
 /// The container provider runs independent masters too: a third master is
 /// a container of its own (with the run's label, so shutdown removes it),
 /// reached through each worker's proxy, holding its own keys, and a crash
