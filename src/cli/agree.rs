@@ -30,6 +30,12 @@ pub struct AgreeArgs {
     /// Write the comparison as JSON to this file.
     #[arg(long, value_name = "FILE")]
     json: Option<String>,
+    /// Keep both worlds' sweeps in this folder (created if missing), as
+    /// `sim.json` and `real.json`: each cell's first failing run with its
+    /// whole history, to investigate a disagreement with `redfence report
+    /// --from DIR/real.json --out R` (a real run cannot be replayed).
+    #[arg(long, value_name = "DIR")]
+    sweeps: Option<std::path::PathBuf>,
 }
 
 fn symbol(compared: Compared) -> &'static str {
@@ -53,6 +59,9 @@ pub fn agree(args: AgreeArgs) -> Result<ExitCode, CliError> {
     }
     if let Some(path) = &args.json {
         super::report::check_file_writable(std::path::Path::new(path))?;
+    }
+    if let Some(dir) = &args.sweeps {
+        super::report::check_dir_writable(dir)?;
     }
     let watchdog = super::run::watchdog("real", None)?;
     let real_worlds = super::world("real")?;
@@ -110,6 +119,18 @@ pub fn agree(args: AgreeArgs) -> Result<ExitCode, CliError> {
     if let Some(path) = &args.json {
         let json = serde_json::to_string_pretty(&rows).expect("rows serialise");
         super::report::write_json(path, json.as_bytes())?;
+    }
+    if let Some(dir) = &args.sweeps {
+        std::fs::create_dir_all(dir).map_err(|source| CliError::Write {
+            path: dir.display().to_string(),
+            source,
+        })?;
+        for (name, result) in [("sim.json", &sim), ("real.json", &real)] {
+            let path = dir.join(name);
+            let json = serde_json::to_string_pretty(result).expect("a sweep serialises");
+            super::report::write_json(&path.to_string_lossy(), json.as_bytes())?;
+            println!("sweep written to {}", path.display());
+        }
     }
     let disagreements: Vec<&Row> = rows.iter().filter(|r| r.disagrees()).collect();
     if disagreements.is_empty() {
