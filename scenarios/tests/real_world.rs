@@ -1075,6 +1075,17 @@ fn failover_counter_regression_with_sentinel() {
 /// jump and a restart from a snapshot for the first, nothing for the
 /// second — and the quorum one short writes without holding on the
 /// minority side.
+///
+/// Why a catch may take several real seeds: it needs the real schedule to
+/// fall as the simulated one does (the minority worker's `SET` on master 0
+/// before its rival's, 30 ms apart). On a machine loaded past its cores
+/// (load ≈ 4.4: a release build beside two real-suite loops) real seed 0 of
+/// `redlock-minority-partition` × `redlock-half-quorum` once held every
+/// property: the minority worker never wrote (2 accepted writes, each after
+/// a completed acquire). `redfence agree` judges a cell over its seeds the
+/// same way ("violated on some seed"). What may vary is only whether the
+/// catch happened: every real seed tried must violate nothing beyond what
+/// the simulation violates, and a cell that must hold is judged on seed 0.
 #[test]
 fn redlock_at_three_real_masters_agrees_with_the_simulation() {
     use redfence_scenarios::catalog::{
@@ -1083,6 +1094,8 @@ fn redlock_at_three_real_masters_agrees_with_the_simulation() {
     use redfence_scenarios::protocols::{Redlock, RedlockFenced, RedlockHalfQuorum};
     use redfence_scenarios::scenario::Scenario;
     use redfence_scenarios::sim_world::SimWorlds;
+    /// Real seeds tried before a catch is called missing.
+    const REAL_SEEDS_MAX: u64 = 3;
     let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let violated = |record: &RunRecord| -> Vec<Property> {
         record
@@ -1116,9 +1129,6 @@ fn redlock_at_three_real_masters_agrees_with_the_simulation() {
         }
         for (protocol, expected) in cells {
             let sim = run_one(&SimWorlds, scenario.as_ref(), protocol.clone(), 0);
-            let real = run_one(&worlds(), scenario.as_ref(), protocol.clone(), 0);
-            assert_eq!(real.world, WorldKind::Real);
-            assert!(real.error.is_none(), "{}", summary(&real));
             assert_eq!(
                 violated(&sim),
                 expected,
@@ -1127,13 +1137,41 @@ fn redlock_at_three_real_masters_agrees_with_the_simulation() {
                 protocol.name(),
                 summary(&sim)
             );
-            assert_eq!(
-                violated(&real),
-                expected,
-                "real {} × {}: {}",
+            // A cell that must hold is judged on seed 0; a catch on the
+            // first of up to REAL_SEEDS_MAX seeds that shows it.
+            let seeds = if expected.is_empty() {
+                1
+            } else {
+                REAL_SEEDS_MAX
+            };
+            let mut tried = Vec::new();
+            let mut agreed = false;
+            for seed in 0..seeds {
+                let real = run_one(&worlds(), scenario.as_ref(), protocol.clone(), seed);
+                assert_eq!(real.world, WorldKind::Real);
+                assert!(real.error.is_none(), "{}", summary(&real));
+                let real_violated = violated(&real);
+                assert!(
+                    real_violated.iter().all(|p| expected.contains(p)),
+                    "real {} × {} seed {seed} violated {real_violated:?}, the simulation \
+                     only {expected:?}: {}",
+                    scenario.name(),
+                    protocol.name(),
+                    summary(&real)
+                );
+                tried.push(format!("seed {seed}: {}", summary(&real)));
+                if real_violated == expected {
+                    agreed = true;
+                    break;
+                }
+            }
+            assert!(
+                agreed,
+                "real {} × {}: the simulation violates {expected:?}, the real world did on \
+                 none of {seeds} seed(s)\n{}",
                 scenario.name(),
                 protocol.name(),
-                summary(&real)
+                tried.join("\n")
             );
         }
     }
