@@ -239,6 +239,10 @@ fn mkdir(path: &Path) -> Result<()> {
     std::fs::create_dir(path).map_err(|e| ChaosError::io(format!("creating {}", path.display()), e))
 }
 
+/// The owner file while it is written (see [`create_run_folder`]); not a
+/// pid file, so no reaper reads it.
+const OWNER_PARTIAL_FILE: &str = "owner.partial";
+
 fn write_file(path: &Path, text: &str) -> Result<()> {
     std::fs::write(path, text).map_err(|e| ChaosError::io(format!("writing {}", path.display()), e))
 }
@@ -254,9 +258,22 @@ fn write_pid_file(root: &Path, server: &str, child: &Child) -> Result<()> {
 
 /// Creates the run folder, owned by this process: registered for a
 /// signal's teardown, and naming its owner for a later run's reaper.
+///
+/// The owner file is written under another name and renamed into place.
+/// Another run's start reads it to decide whether the folder is a dead
+/// run's, and a file caught between its creation and its write reads
+/// empty, which names no live process: with two suites on one machine a
+/// reaper deleted a folder being set up, and the run failed with "creating
+/// …/redis-primary: No such file or directory". A rename is atomic, so a
+/// reaper finds no owner file (a folder being created: left alone) or the
+/// whole one.
 fn create_run_folder(root: &Path) -> Result<()> {
     live::create_folder(root)?;
-    write_file(&root.join(OWNER_FILE), &reaper::own_identity())
+    let partial = root.join(OWNER_PARTIAL_FILE);
+    write_file(&partial, &reaper::own_identity())?;
+    let owner = root.join(OWNER_FILE);
+    std::fs::rename(&partial, &owner)
+        .map_err(|e| ChaosError::io(format!("writing {}", owner.display()), e))
 }
 
 impl LocalServers {
@@ -679,5 +696,61 @@ impl Drop for LocalServers {
             crate::ports::release_port(redis.port);
         }
         crate::ports::release_port(self.pg_port);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+
+    /// Another suite's start reaps beside this one's folder creation (two
+    /// real-suite loops and a CI run on one machine): it must never take a
+    /// folder being set up for a dead run's. Each folder is deleted once
+    /// checked, so the reaper's pass is short and falls on the creation
+    /// often.
+    #[test]
+    fn a_reaper_beside_a_run_folder_being_created_leaves_it_alone() {
+        const FOLDERS: usize = 500;
+        const REAPER_PASSES_MAX: usize = 10_000_000;
+        let temp =
+            std::env::temp_dir().join(format!("redfence-reaper-race-{}", std::process::id()));
+        std::fs::create_dir_all(&temp).unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let reaper_thread = {
+            let (temp, stop) = (temp.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let mut reaped = 0;
+                for _ in 0..REAPER_PASSES_MAX {
+                    if stop.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    reaped += reaper::reap_local_leftovers(&temp).folders.len();
+                }
+                reaped
+            })
+        };
+        let mut lost = 0;
+        for i in 0..FOLDERS {
+            let root = temp.join(format!("{LOCAL_FOLDER_PREFIX}{i}"));
+            create_run_folder(&root).unwrap();
+            if std::fs::read_to_string(root.join(OWNER_FILE))
+                .ok()
+                .as_deref()
+                != Some(reaper::own_identity().as_str())
+            {
+                lost += 1;
+            }
+            live::delete_folder(&root);
+        }
+        stop.store(true, Ordering::Relaxed);
+        let reaped = reaper_thread.join().unwrap();
+        std::fs::remove_dir_all(&temp).unwrap();
+        assert_eq!(
+            (lost, reaped),
+            (0, 0),
+            "folders deleted by a reaper while they were being created"
+        );
     }
 }
