@@ -12,9 +12,10 @@
 //! another pick, a bounded number of times.
 //!
 //! A picked port is also **claimed machine-wide** until its cluster is torn
-//! down ([`release_port`]), so that another of our processes never picks it
-//! while it is free but still ours: a stopped server's port before its
-//! restart, a disabled proxy's before it is enabled again. Without the
+//! down ([`release_port`]) and while it rests after, so that another of
+//! our processes never picks it while it is free but still ours: a stopped
+//! server's port before its restart, a disabled proxy's before it is
+//! enabled again, a released one an old client may still reach. Without the
 //! claim, two suites (or a suite and the agreement command) on one machine
 //! collided there: a proxy could not be enabled again ("still
 //! enabled=false") and a stopped primary's port answered for another
@@ -30,8 +31,8 @@ use std::time::{Duration, Instant};
 
 use crate::error::{ChaosError, Result};
 
-/// First port of the range (scripts/with-services uses 15000–22000 and
-/// 25000–32000 for cluster buses, but only while its servers start).
+/// First port of the range (scripts/with-services keeps below it: its
+/// servers on 5000–11999 and their cluster buses on 15000–21999).
 pub const PORT_RANGE_START: u16 = 22_100;
 /// One past the last port of the range (below 32768, the ephemeral start).
 pub const PORT_RANGE_END: u16 = 32_000;
@@ -47,6 +48,16 @@ static HANDED_OUT: Mutex<BTreeMap<u16, Option<Instant>>> = Mutex::new(BTreeMap::
 pub const PORT_REST_MS: u64 = 60_000;
 /// The machine-wide claims this process holds, by port (see the module doc).
 static CLAIMS: Mutex<BTreeMap<u16, UnixListener>> = Mutex::new(BTreeMap::new());
+/// The claims of released ports, kept while they rest: the rest then holds
+/// for every process of ours, not only this one, so another suite does not
+/// start a server on a port that a client of this one's old cluster (an
+/// adapter in its shutdown grace, a late task) may still reach, and write
+/// lock keys into another run.
+static RESTING: Mutex<BTreeMap<u16, UnixListener>> = Mutex::new(BTreeMap::new());
+/// At most this many resting claims (one descriptor each); past it the
+/// oldest rests in this process's books only. An agreement run releases
+/// about ten ports a run, a run takes seconds: a minute's releases fit.
+pub const RESTING_CLAIMS_MAX: usize = 512;
 
 /// The name of the machine-wide claim on `port`.
 fn claim_name(port: u16) -> String {
@@ -71,9 +82,41 @@ pub fn release_port(port: u16) {
     // The same lock order as `pick_from`: handed out, then claims.
     let mut handed_out = HANDED_OUT.lock().unwrap_or_else(|e| e.into_inner());
     let mut claims = CLAIMS.lock().unwrap_or_else(|e| e.into_inner());
-    if claims.remove(&port).is_some() {
+    if let Some(claimed) = claims.remove(&port) {
         handed_out.insert(port, Some(Instant::now()));
+        let mut resting = RESTING.lock().unwrap_or_else(|e| e.into_inner());
+        end_rests(&handed_out, &mut resting);
+        if resting.len() >= RESTING_CLAIMS_MAX {
+            // The one released longest ago (bounded: at most the map).
+            let oldest = resting
+                .keys()
+                .copied()
+                .min_by_key(|p| handed_out.get(p).copied().flatten());
+            if let Some(oldest) = oldest {
+                resting.remove(&oldest);
+            }
+        }
+        resting.insert(port, claimed);
+        debug_assert!(resting.len() <= RESTING_CLAIMS_MAX);
     }
+}
+
+/// Whether a port released at `released` is still resting.
+fn rests(released: &Option<Instant>) -> bool {
+    released.is_none_or(|at| at.elapsed() < Duration::from_millis(PORT_REST_MS))
+}
+
+/// Lets go of the claims of released ports whose rest is over (or that
+/// this process's books no longer hold), so any process may pick them.
+fn end_rests(
+    handed_out: &BTreeMap<u16, Option<Instant>>,
+    resting: &mut BTreeMap<u16, UnixListener>,
+) {
+    resting.retain(|port, _| {
+        handed_out
+            .get(port)
+            .is_some_and(|released| released.is_some() && rests(released))
+    });
 }
 
 /// Whether this process holds a claim on `port`.
@@ -105,12 +148,13 @@ pub fn pick_port() -> Result<u16> {
 /// free: handed out and claimed.
 fn pick_from(candidates: impl Iterator<Item = u16>) -> Result<u16> {
     let mut handed_out = HANDED_OUT.lock().unwrap_or_else(|e| e.into_inner());
+    end_rests(
+        &handed_out,
+        &mut RESTING.lock().unwrap_or_else(|e| e.into_inner()),
+    );
     // Bounded by the candidates (PORT_PICK_ATTEMPTS_MAX from pick_port).
     for port in candidates {
-        let resting = |released: &Option<Instant>| {
-            released.is_none_or(|at| at.elapsed() < Duration::from_millis(PORT_REST_MS))
-        };
-        if handed_out.get(&port).is_some_and(resting) {
+        if handed_out.get(&port).is_some_and(rests) {
             continue;
         }
         // Another process of ours holds it (free now, but still theirs).
@@ -154,12 +198,15 @@ mod tests {
         );
         release_port(port);
         assert!(!is_claimed_here(port));
-        let other = claim(port).expect("claimable once released");
-        drop(other);
-        // This process does not hand it out again while it rests, and
-        // does once it has rested (a long run reuses the ports of clusters
-        // it is done with).
+        // While it rests, neither this process nor another hands it out
+        // (a client of the old cluster may still reach it)...
+        assert!(
+            claim(port).is_none(),
+            "another process could take port {port} while it rests"
+        );
         assert!(pick_from([port].into_iter()).is_err());
+        // ...and once it has rested, both may (a long run reuses the ports
+        // of clusters it is done with).
         let long_ago = Instant::now()
             .checked_sub(Duration::from_millis(PORT_REST_MS + 1))
             .expect("a minute after boot");
@@ -167,8 +214,31 @@ mod tests {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .insert(port, Some(long_ago));
+        end_rests(
+            &HANDED_OUT.lock().unwrap_or_else(|e| e.into_inner()),
+            &mut RESTING.lock().unwrap_or_else(|e| e.into_inner()),
+        );
+        let other = claim(port).expect("claimable once rested");
+        drop(other);
         assert_eq!(pick_from([port].into_iter()).expect("a port"), port);
         release_port(port);
+    }
+
+    /// Resting claims are bounded: past the bound the oldest goes.
+    #[test]
+    fn resting_claims_are_bounded() {
+        let mut released = Vec::new();
+        for _ in 0..RESTING_CLAIMS_MAX + 8 {
+            let port = pick_port().expect("a port");
+            release_port(port);
+            released.push(port);
+        }
+        let resting = RESTING.lock().unwrap_or_else(|e| e.into_inner());
+        assert!(resting.len() <= RESTING_CLAIMS_MAX, "{}", resting.len());
+        assert!(
+            resting.contains_key(released.last().unwrap()),
+            "the newest rests"
+        );
     }
 
     /// A port handed out and still held is never picked again by this
@@ -208,6 +278,10 @@ mod tests {
                 .unwrap_or_else(|e| e.into_inner())
                 .remove(&port);
         }
+        end_rests(
+            &HANDED_OUT.lock().unwrap_or_else(|e| e.into_inner()),
+            &mut RESTING.lock().unwrap_or_else(|e| e.into_inner()),
+        );
         let elsewhere = claim(first).expect("claimable");
         assert_eq!(
             pick_from([first, second].into_iter()).expect("a port"),

@@ -105,7 +105,12 @@ impl ScriptAdapter {
             std::process::id()
         ));
         std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(dir.join(OWNER_FILE), own_identity()).unwrap();
+        // Written whole or not at all, as the local provider does: another
+        // suite's start reads it to decide whether this folder is a dead
+        // run's, and an empty one names no live process.
+        let partial = dir.join("owner.partial");
+        std::fs::write(&partial, own_identity()).unwrap();
+        std::fs::rename(&partial, dir.join(OWNER_FILE)).unwrap();
         let file = dir.join(format!("{}.py", name.replace('-', "_")));
         let lib = root().join("adapters/python").display().to_string();
         std::fs::write(
