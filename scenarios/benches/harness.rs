@@ -16,8 +16,15 @@
 //! the loop.
 //!
 //! `cargo bench -p redfence-scenarios` (`REDFENCE_HARNESS_BENCH_SEEDS`,
-//! default 200 per scenario). Under `cargo test` it is a smoke run of 3
-//! seeds per scenario.
+//! default 200 per scenario; `REDFENCE_HARNESS_BENCH_SCENARIOS`, a
+//! comma-separated list of scenario names, default all). Under `cargo test`
+//! it is a smoke run of 3 seeds per scenario.
+//!
+//! The three things measured are separate functions that are never
+//! inlined (`fast_runs`, `polled_runs`, `idle_worlds`), so a callgrind
+//! profile of this binary gives each one's instructions apart: the
+//! inclusive cost of `fast_runs` against `idle_worlds` is the instruction
+//! count behind the "vs idle world" column.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -41,6 +48,7 @@ fn main() {
             .and_then(|s| s.parse().ok())
             .unwrap_or(200)
     };
+    let only = chosen_scenarios();
     let reference: Arc<dyn Protocol> = Arc::new(Reference);
     println!("reference protocol, {seeds} seeds per scenario, one thread");
     println!(
@@ -58,22 +66,22 @@ fn main() {
         "vs idle world"
     );
     for scenario in catalog::all() {
+        if only
+            .as_ref()
+            .is_some_and(|names| !names.iter().any(|n| n == scenario.name()))
+        {
+            continue;
+        }
         // Alternating halves of the seeds, so drift on a shared machine
         // falls on both sides of each ratio.
         let (mut fast, mut polled, mut idle) = (Duration::ZERO, Duration::ZERO, Duration::ZERO);
         let mut sim_ms = 0;
         for half in [0..seeds / 2, seeds / 2..seeds] {
             let count = half.end - half.start;
-            let (wall, ms) = runs(&SimWorlds, scenario.as_ref(), &reference, half.clone());
+            let (wall, ms) = fast_runs(scenario.as_ref(), &reference, half.clone());
             fast += wall;
             sim_ms += ms;
-            polled += runs(
-                &PolledSimWorlds,
-                scenario.as_ref(),
-                &reference,
-                half.clone(),
-            )
-            .0;
+            polled += polled_runs(scenario.as_ref(), &reference, half.clone()).0;
             idle += idle_worlds(scenario.as_ref(), half, ms / count.max(1));
         }
         let rate = |wall: Duration| seeds as f64 / wall.as_secs_f64();
@@ -88,6 +96,47 @@ fn main() {
             rate(fast) / rate(idle),
         );
     }
+}
+
+/// The scenarios `REDFENCE_HARNESS_BENCH_SCENARIOS` names, or `None` for
+/// all. A name the catalog does not have stops the bench before any run,
+/// with the names it has.
+fn chosen_scenarios() -> Option<Vec<String>> {
+    let list = std::env::var("REDFENCE_HARNESS_BENCH_SCENARIOS").ok()?;
+    let names: Vec<String> = list
+        .split(',')
+        .map(|n| n.trim().to_string())
+        .filter(|n| !n.is_empty())
+        .collect();
+    let known: Vec<&str> = catalog::all().iter().map(|s| s.name()).collect();
+    for name in &names {
+        assert!(
+            known.contains(&name.as_str()),
+            "REDFENCE_HARNESS_BENCH_SCENARIOS: no scenario named {name:?}; the scenarios are {}",
+            known.join(", ")
+        );
+    }
+    Some(names)
+}
+
+/// `runs` with the idle fast path: what a sweep pays.
+#[inline(never)]
+fn fast_runs(
+    scenario: &dyn Scenario,
+    reference: &Arc<dyn Protocol>,
+    seeds: std::ops::Range<u64>,
+) -> (Duration, u64) {
+    runs(&SimWorlds, scenario, reference, seeds)
+}
+
+/// `runs` with every host polled every tick: turmoil without the fast path.
+#[inline(never)]
+fn polled_runs(
+    scenario: &dyn Scenario,
+    reference: &Arc<dyn Protocol>,
+    seeds: std::ops::Range<u64>,
+) -> (Duration, u64) {
+    runs(&PolledSimWorlds, scenario, reference, seeds)
 }
 
 /// Wall time of `scenario` on `seeds` in `worlds`, and the simulated time
@@ -116,6 +165,7 @@ fn runs(
 
 /// Wall time of idle worlds laid out as `scenario`'s, one a seed, each run
 /// for `duration_ms` of simulated time with every host polled every tick.
+#[inline(never)]
 fn idle_worlds(scenario: &dyn Scenario, seeds: std::ops::Range<u64>, duration_ms: u64) -> Duration {
     let setup = scenario.setup();
     let started = Instant::now();
