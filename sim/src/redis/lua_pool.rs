@@ -14,8 +14,11 @@
 //! garbage; `KEYS` and `ARGV` are removed by the reset; `math.random` reads
 //! the generator of the instance that holds the engine (swapped on take);
 //! a compiled script is a closure over the read-only sandbox, pure as its
-//! text; and a full collection on return frees what the last instance
-//! left. Kept bounded: at most [`POOL_MAX`] engines a thread, each with at
+//! text; and what the last instance left is unreachable garbage, which the
+//! incremental collector frees as the next instance's scripts run (a full
+//! collection is made on return only above `RESET_HEAP_BYTES_MAX`, so the
+//! garbage an engine carries is bounded far below the heap cap). Kept
+//! bounded: at most [`POOL_MAX`] engines a thread, each with at
 //! most `COMPILED_MAX` compiled scripts (see `lua.rs`). The sweep-digest
 //! test (every cell of the default sweep, byte for byte against a golden
 //! file) and `sim/tests/differential.rs` run with the pool in use.
@@ -132,6 +135,48 @@ mod tests {
                     .expect("read")
                     .is_nil(),
             "a handed-back engine keeps no KEYS or ARGV"
+        );
+    }
+
+    #[test]
+    fn a_handed_back_engine_carries_at_most_the_reset_bound() {
+        use crate::redis::lua::RESET_HEAP_BYTES_MAX;
+        let engine = take(&Rand48::new()).expect("lua");
+        let warm_bytes = engine.heap_bytes();
+        assert!(
+            warm_bytes * 8 < RESET_HEAP_BYTES_MAX,
+            "a warm engine ({warm_bytes} bytes) is far below the bound"
+        );
+        // A script that leaves megabytes of garbage behind (a local table of
+        // strings, unreachable once it returns).
+        let garbage = b"local t = {} for i = 1, 300000 do t[i] = 'item-' .. i end return #t";
+        assert_eq!(run(&engine, garbage, &[], &[]), Frame::Integer(300_000));
+        assert!(
+            engine.heap_bytes() > RESET_HEAP_BYTES_MAX,
+            "the script left more than the bound ({} bytes)",
+            engine.heap_bytes()
+        );
+        give_back(engine);
+        let again = take(&Rand48::new()).expect("lua");
+        assert!(
+            again.heap_bytes() <= RESET_HEAP_BYTES_MAX,
+            "collected on return: {} bytes",
+            again.heap_bytes()
+        );
+        // A little garbage is left for the incremental collector.
+        let _ = run(
+            &again,
+            b"local s = string.rep('x', 1000) return #s",
+            &[],
+            &[],
+        );
+        let before = again.heap_bytes();
+        give_back(again);
+        let third = take(&Rand48::new()).expect("lua");
+        assert!(
+            third.heap_bytes() >= before,
+            "no full collection below the bound: {} bytes after, {before} before",
+            third.heap_bytes()
         );
     }
 
