@@ -34,8 +34,7 @@
 use std::collections::BTreeMap;
 
 use super::health::{self, Paths};
-use super::holdings::holdings;
-use super::{more, no_redis_truth};
+use super::{more, no_redis_truth, Derived};
 use crate::history::{History, JobReport, Op, OpKind, OwnershipChange, OwnershipRecord};
 use crate::property::Property;
 use crate::verdict::{owner_text, HistorySlice, Verdict};
@@ -43,12 +42,12 @@ use crate::verdict::{owner_text, HistorySlice, Verdict};
 const PROPERTY: Property = Property::BoundedLiveness;
 
 /// Judges `bounded-liveness`.
-pub(super) fn check(history: &History) -> Verdict {
+pub(super) fn check(history: &History, derived: &Derived) -> Verdict {
     let mut violations: Vec<(String, HistorySlice)> = Vec::new();
     let contenders_count = contenders_decided(history, &mut violations);
     let mut holdings_count = 0_usize;
     if let Some(log) = &history.redis_truth {
-        holdings_count = holdings_bounded(history, log, &mut violations);
+        holdings_count = holdings_bounded(history, log, derived, &mut violations);
     }
 
     let violations_total = violations.len();
@@ -164,6 +163,7 @@ fn contenders_decided(history: &History, violations: &mut Vec<(String, HistorySl
 fn holdings_bounded(
     history: &History,
     log: &[OwnershipRecord],
+    derived: &Derived,
     violations: &mut Vec<(String, HistorySlice)>,
 ) -> usize {
     let limits = history.limits;
@@ -171,8 +171,8 @@ fn holdings_bounded(
         .hold_ms_max
         .saturating_add(limits.lease_ms)
         .saturating_add(limits.tolerance_ms);
-    let holdings = holdings(log);
-    for holding in &holdings {
+    let holdings = derived.holdings();
+    for holding in holdings {
         let held_ms = holding.duration_ms(history.end_ms);
         if held_ms <= bound_ms {
             continue;
@@ -217,6 +217,11 @@ fn holdings_bounded(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The rule on `history`, with what it reads derived as `check` does.
+    fn check(history: &History) -> Verdict {
+        super::check(history, &Derived::of(history))
+    }
     use crate::fault::Fault;
 
     use crate::verdict::Status;

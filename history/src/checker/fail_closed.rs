@@ -56,8 +56,7 @@
 
 use std::collections::BTreeMap;
 
-use super::holdings::holdings;
-use super::{lookup, more, no_redis_truth, NO_STORE_TRUTH};
+use super::{lookup, more, no_redis_truth, Derived, NO_STORE_TRUTH};
 use crate::history::{FenceOutcome, FenceRecord, History, Op, OpKind, Outcome, OwnershipChange};
 use crate::property::Property;
 use crate::verdict::{owner_text, HistorySlice, Verdict};
@@ -65,7 +64,7 @@ use crate::verdict::{owner_text, HistorySlice, Verdict};
 const PROPERTY: Property = Property::FailClosed;
 
 /// Judges `fail-closed`.
-pub(super) fn check(history: &History) -> Verdict {
+pub(super) fn check(history: &History, derived: &Derived) -> Verdict {
     let Some(log) = &history.store_truth else {
         return Verdict::undecided(PROPERTY, NO_STORE_TRUTH);
     };
@@ -142,7 +141,7 @@ pub(super) fn check(history: &History) -> Verdict {
         }
     }
     let Some(&(record, write, write_invoke_ms)) = violations.first() else {
-        if let Some(verdict) = orphan_lock(history) {
+        if let Some(verdict) = orphan_lock(history, derived) {
             return verdict;
         }
         let unsuccessful_count = history
@@ -202,7 +201,7 @@ pub(super) fn check(history: &History) -> Verdict {
 
 /// The first lock left behind by an owner whose every acquire definitely
 /// failed, as a violation (see the module doc).
-fn orphan_lock(history: &History) -> Option<Verdict> {
+fn orphan_lock(history: &History, derived: &Derived) -> Option<Verdict> {
     let log = history.redis_truth.as_ref()?;
     let mut acquires: BTreeMap<&str, Vec<&Op>> = BTreeMap::new();
     for op in &history.ops {
@@ -220,12 +219,12 @@ fn orphan_lock(history: &History) -> Option<Verdict> {
         .map(|f| f.at_ms)
         .min()
         .unwrap_or(u64::MAX);
-    let all = holdings(log);
+    let all = derived.holdings();
     // A key that was deleted (the client's own clean-up) or lost with its
     // server on any server is not the client's doing; a replica's leftover
     // copy then proves nothing.
     let mut ended_by_others: BTreeMap<&str, bool> = BTreeMap::new();
-    for holding in &all {
+    for holding in all {
         let gone = holding.end.is_some_and(|(_, index)| {
             matches!(
                 log[index].change,

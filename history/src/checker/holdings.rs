@@ -2,7 +2,8 @@
 //! rebuilt from the Redis ownership log.
 //!
 //! Renewal safety, unlock safety and bounded liveness all reason about one
-//! owner's uninterrupted holding of a key, so it is derived once here. Each
+//! owner's uninterrupted holding of a key, so it is derived once here, once
+//! per check (`Derived` in `mod.rs`). Each
 //! (server, key) pair is its own timeline — a replica logs its own copy of
 //! every change, later. The log is read in its order (each server's
 //! execution order), not sorted by time: an `Expired` record carries the

@@ -38,8 +38,7 @@
 use std::collections::BTreeMap;
 
 use super::health::{self, Paths};
-use super::holdings::holdings;
-use super::{more, no_redis_truth};
+use super::{more, no_redis_truth, Derived};
 use crate::history::{History, OkValue, Op, OpKind, Outcome, OwnershipChange};
 use crate::property::Property;
 use crate::verdict::{owner_text, HistorySlice, Verdict};
@@ -47,7 +46,7 @@ use crate::verdict::{owner_text, HistorySlice, Verdict};
 const PROPERTY: Property = Property::LeaseContinuity;
 
 /// Judges `lease-continuity`.
-pub(super) fn check(history: &History) -> Verdict {
+pub(super) fn check(history: &History, derived: &Derived) -> Verdict {
     let Some(log) = &history.redis_truth else {
         return Verdict::undecided(
             PROPERTY,
@@ -64,10 +63,10 @@ pub(super) fn check(history: &History) -> Verdict {
             acquires.entry(owner).or_default().push(op);
         }
     }
-    let all = holdings(log);
+    let all = derived.holdings();
     let mut judged = 0_usize;
     let mut violations: Vec<(String, HistorySlice)> = Vec::new();
-    for holding in &all {
+    for holding in all {
         let Some(acquire) = acquires.get(holding.owner.as_str()).and_then(|ops| {
             ops.iter()
                 .copied()
@@ -226,6 +225,11 @@ fn still_working(history: &History, acquire: &Op, end_ms: u64) -> Option<String>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The rule on `history`, with what it reads derived as `check` does.
+    fn check(history: &History) -> Verdict {
+        super::check(history, &Derived::of(history))
+    }
     use crate::fault::Fault;
     use crate::history::{JobReport, OwnershipRecord};
     use crate::verdict::Status;

@@ -27,6 +27,7 @@ mod stale_owner_rejected;
 mod unfenced_stale_write;
 mod unlock_safety;
 
+use self::holdings::{holdings, Holding};
 use crate::history::History;
 use crate::property::Property;
 use crate::verdict::Verdict;
@@ -43,13 +44,41 @@ pub(crate) fn no_redis_truth(history: &History) -> &str {
 /// Why a property that needs the store's fence log is undecided without it.
 pub const NO_STORE_TRUTH: &str = "no store-side fence log in this world";
 
+/// What several rules read, derived from the history once per check
+/// instead of once per rule.
+struct Derived {
+    /// Every holding in the Redis ownership log (none without one).
+    holdings: Vec<Holding>,
+}
+
+impl Derived {
+    /// Derives it from a well-formed `history`.
+    fn of(history: &History) -> Self {
+        Self {
+            holdings: history
+                .redis_truth
+                .as_deref()
+                .map(holdings)
+                .unwrap_or_default(),
+        }
+    }
+
+    /// [`holdings`] of the Redis ownership log.
+    fn holdings(&self) -> &[Holding] {
+        &self.holdings
+    }
+}
+
 /// Judges every property, in [`Property::ALL`] order.
 pub fn check(history: &History) -> Vec<Verdict> {
     let verdicts: Vec<Verdict> = match history.validate() {
-        Ok(()) => Property::ALL
-            .into_iter()
-            .map(|property| decide(history, property))
-            .collect(),
+        Ok(()) => {
+            let derived = Derived::of(history);
+            Property::ALL
+                .into_iter()
+                .map(|property| decide(history, &derived, property))
+                .collect()
+        }
         Err(error) => Property::ALL
             .into_iter()
             .map(|property| malformed(property, &error))
@@ -62,7 +91,7 @@ pub fn check(history: &History) -> Vec<Verdict> {
 /// Judges one property.
 pub fn check_property(history: &History, property: Property) -> Verdict {
     match history.validate() {
-        Ok(()) => decide(history, property),
+        Ok(()) => decide(history, &Derived::of(history), property),
         Err(error) => malformed(property, &error),
     }
 }
@@ -72,19 +101,19 @@ fn malformed(property: Property, error: &crate::history::HistoryError) -> Verdic
 }
 
 /// Dispatches a well-formed history to the property's rule.
-fn decide(history: &History, property: Property) -> Verdict {
+fn decide(history: &History, derived: &Derived, property: Property) -> Verdict {
     let verdict = match property {
         Property::FenceOrder => fence_order::check(history),
         Property::StaleOwnerRejected => stale_owner_rejected::check(history),
-        Property::UnfencedStaleWrite => unfenced_stale_write::check(history),
-        Property::UnlockSafety => unlock_safety::check(history),
-        Property::RenewalSafety => renewal_safety::check(history),
+        Property::UnfencedStaleWrite => unfenced_stale_write::check(history, derived),
+        Property::UnlockSafety => unlock_safety::check(history, derived),
+        Property::RenewalSafety => renewal_safety::check(history, derived),
         Property::FenceUniqueness => fence_uniqueness::check(history),
         Property::ExactlyOnce => exactly_once::check(history),
-        Property::FailClosed => fail_closed::check(history),
-        Property::BoundedLiveness => bounded_liveness::check(history),
+        Property::FailClosed => fail_closed::check(history, derived),
+        Property::BoundedLiveness => bounded_liveness::check(history, derived),
         Property::NoOverlappingHolders => no_overlapping_holders::check(history),
-        Property::LeaseContinuity => lease_continuity::check(history),
+        Property::LeaseContinuity => lease_continuity::check(history, derived),
         Property::Contention => contention::check(history),
     };
     assert_eq!(

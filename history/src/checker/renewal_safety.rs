@@ -39,8 +39,7 @@
 
 use std::collections::BTreeMap;
 
-use super::holdings::holdings;
-use super::{more, no_redis_truth};
+use super::{more, no_redis_truth, Derived};
 use crate::history::{History, OkValue, Op, OpKind, Outcome, OwnershipChange, OwnershipRecord};
 use crate::property::Property;
 use crate::verdict::{owner_text, HistorySlice, Verdict};
@@ -48,12 +47,12 @@ use crate::verdict::{owner_text, HistorySlice, Verdict};
 const PROPERTY: Property = Property::RenewalSafety;
 
 /// Judges `renewal-safety`.
-pub(super) fn check(history: &History) -> Verdict {
+pub(super) fn check(history: &History, derived: &Derived) -> Verdict {
     let mut violations: Vec<(String, HistorySlice)> = Vec::new();
     let mut expiries_count = 0_usize;
     if let Some(log) = &history.redis_truth {
-        expiries_count = no_foreign_extension(history, log, &mut violations);
-        renews_own_lock(history, log, &mut violations);
+        expiries_count = no_foreign_extension(history, log, derived, &mut violations);
+        renews_own_lock(history, log, derived, &mut violations);
     }
     let renews_count = bounded_renewal(history, &mut violations);
 
@@ -109,6 +108,7 @@ fn may_extend(op: &Op) -> bool {
 fn no_foreign_extension(
     history: &History,
     log: &[OwnershipRecord],
+    derived: &Derived,
     violations: &mut Vec<(String, HistorySlice)>,
 ) -> usize {
     let mut extensions: BTreeMap<&str, Vec<&Op>> = BTreeMap::new();
@@ -119,7 +119,7 @@ fn no_foreign_extension(
     }
     let limits = history.limits;
     let mut expiries_count = 0_usize;
-    for holding in holdings(log) {
+    for holding in derived.holdings() {
         let Some((expired_ms, end_index)) = holding.end else {
             continue;
         };
@@ -193,9 +193,10 @@ fn no_foreign_extension(
 fn renews_own_lock(
     history: &History,
     log: &[OwnershipRecord],
+    derived: &Derived,
     violations: &mut Vec<(String, HistorySlice)>,
 ) {
-    let all = holdings(log);
+    let all = derived.holdings();
     let mut renews: Vec<&Op> = history
         .ops
         .iter()

@@ -43,8 +43,8 @@
 //! without the ownership log it is `Undecided` once such a write was
 //! accepted.
 
-use super::holdings::{holdings, Holding};
-use super::{lookup, more, no_redis_truth, NO_STORE_TRUTH};
+use super::holdings::Holding;
+use super::{lookup, more, no_redis_truth, Derived, NO_STORE_TRUTH};
 use crate::history::{FenceOutcome, FenceRecord, History, OpKind, OwnershipChange};
 use crate::property::Property;
 use crate::verdict::{owner_text, HistorySlice, Verdict};
@@ -52,7 +52,7 @@ use crate::verdict::{owner_text, HistorySlice, Verdict};
 const PROPERTY: Property = Property::UnfencedStaleWrite;
 
 /// Judges `unfenced-stale-write`.
-pub(super) fn check(history: &History) -> Verdict {
+pub(super) fn check(history: &History, derived: &Derived) -> Verdict {
     let Some(store_log) = &history.store_truth else {
         let attempted = history
             .ops
@@ -73,7 +73,7 @@ pub(super) fn check(history: &History) -> Verdict {
     if unfenced.is_empty() {
         return Verdict::not_exercised(PROPERTY, "the store accepted no write without a fence");
     }
-    let Some(redis_log) = &history.redis_truth else {
+    if history.redis_truth.is_none() {
         return Verdict::undecided(
             PROPERTY,
             format!(
@@ -83,12 +83,12 @@ pub(super) fn check(history: &History) -> Verdict {
                 unfenced.len()
             ),
         );
-    };
-    let all = holdings(redis_log);
+    }
+    let all = derived.holdings();
     let stale: Vec<&FenceRecord> = unfenced
         .iter()
         .copied()
-        .filter(|record| !held_at(&all, &record.owner, record.at_ms))
+        .filter(|record| !held_at(all, &record.owner, record.at_ms))
         .collect();
     let Some(&record) = stale.first() else {
         return Verdict::held(
@@ -99,7 +99,7 @@ pub(super) fn check(history: &History) -> Verdict {
             ),
         );
     };
-    let (explanation, slice) = explain(history, store_log, &all, record);
+    let (explanation, slice) = explain(history, store_log, all, record);
     Verdict::violated(
         PROPERTY,
         format!("{explanation}{}", more(stale.len())),
@@ -227,6 +227,11 @@ fn explain(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The rule on `history`, with what it reads derived as `check` does.
+    fn check(history: &History) -> Verdict {
+        super::check(history, &Derived::of(history))
+    }
     use crate::history::{HistoryBuilder, Limits, OkValue, OwnershipRecord};
     use crate::verdict::Status;
 

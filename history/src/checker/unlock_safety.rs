@@ -19,8 +19,8 @@
 
 use std::collections::BTreeMap;
 
-use super::holdings::{holdings, Holding};
-use super::{more, no_redis_truth};
+use super::holdings::Holding;
+use super::{more, no_redis_truth, Derived};
 use crate::history::{History, Op, OpKind, OwnershipChange, OwnershipRecord};
 use crate::property::Property;
 use crate::verdict::{owner_text, HistorySlice, Verdict};
@@ -28,7 +28,7 @@ use crate::verdict::{owner_text, HistorySlice, Verdict};
 const PROPERTY: Property = Property::UnlockSafety;
 
 /// Judges `unlock-safety`.
-pub(super) fn check(history: &History) -> Verdict {
+pub(super) fn check(history: &History, derived: &Derived) -> Verdict {
     let Some(log) = &history.redis_truth else {
         return Verdict::undecided(
             PROPERTY,
@@ -51,7 +51,7 @@ pub(super) fn check(history: &History) -> Verdict {
             releases.entry(owner).or_default().push(op);
         }
     }
-    let holdings = holdings(log);
+    let holdings = derived.holdings();
     // The holding each record ended, by the ending record's index.
     let ended_by: BTreeMap<usize, &Holding> = holdings
         .iter()
@@ -60,7 +60,7 @@ pub(super) fn check(history: &History) -> Verdict {
 
     // Holdings per (key, owner), so the replica rule is not quadratic.
     let mut by_owner: BTreeMap<(&str, &str), Vec<&Holding>> = BTreeMap::new();
-    for h in &holdings {
+    for h in holdings {
         by_owner.entry((&h.key, &h.owner)).or_default().push(h);
     }
 
