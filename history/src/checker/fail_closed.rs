@@ -117,9 +117,13 @@ pub(super) fn check(history: &History, derived: &Derived) -> Verdict {
         || log.iter().any(|r| !lookup::unfenced(r.fence));
     let mut violations: Vec<(&FenceRecord, Option<&Op>, u64)> = Vec::new();
     let mut accepted_count = 0_usize;
+    let writes = lookup::writes_by_token(history);
     for record in log.iter().filter(|r| r.outcome == FenceOutcome::Accepted) {
         accepted_count += 1;
-        let write = lookup::write_for(history, record);
+        let token_writes = writes
+            .get(&(record.owner.as_str(), record.fence))
+            .map_or(&[][..], Vec::as_slice);
+        let write = lookup::pick_write(token_writes, record, history.limits.tolerance_ms);
         let write_invoke_ms = write.map_or(record.at_ms, |op| op.invoke_ms);
         let acquired = if !fenced_lock && lookup::unfenced(record.fence) {
             acquired_any_ms.get(record.owner.as_str())

@@ -112,7 +112,7 @@ fn decide(history: &History, derived: &Derived, property: Property) -> Verdict {
         Property::ExactlyOnce => exactly_once::check(history),
         Property::FailClosed => fail_closed::check(history, derived),
         Property::BoundedLiveness => bounded_liveness::check(history, derived),
-        Property::NoOverlappingHolders => no_overlapping_holders::check(history),
+        Property::NoOverlappingHolders => no_overlapping_holders::check(history, derived),
         Property::LeaseContinuity => lease_continuity::check(history, derived),
         Property::Contention => contention::check(history),
     };
