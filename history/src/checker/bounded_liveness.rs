@@ -217,17 +217,17 @@ fn holdings_bounded(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// The rule on `history`, with what it reads derived as `check` does.
-    fn check(history: &History) -> Verdict {
-        super::check(history, &Derived::of(history))
-    }
     use crate::fault::Fault;
 
     use crate::verdict::Status;
 
     use super::super::testing::builder;
     use crate::history::HistoryBuilder;
+
+    /// The rule on `history`, with what it reads derived as `check` does.
+    fn check(history: &History) -> Verdict {
+        super::check(history, &Derived::of(history))
+    }
 
     /// w0 tries twice, is refused, and reports the job failed at `at_ms`.
     fn gives_up(builder: HistoryBuilder, at_ms: u64) -> HistoryBuilder {

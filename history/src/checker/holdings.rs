@@ -1,11 +1,12 @@
 //! Holdings: who held which lock key on which server, from when to when,
 //! rebuilt from the Redis ownership log.
 //!
-//! Renewal safety, unlock safety and bounded liveness all reason about one
-//! owner's uninterrupted holding of a key, so it is derived once here, once
-//! per check (`Derived` in `mod.rs`). Each
-//! (server, key) pair is its own timeline — a replica logs its own copy of
-//! every change, later. The log is read in its order (each server's
+//! Seven rules reason about one owner's uninterrupted holding of a key
+//! (renewal and unlock safety, bounded liveness, fail-closed, lease
+//! continuity, no overlapping holders, unfenced stale writes), so it is
+//! derived here, once per check (`Derived` in `mod.rs`). Each (server, key)
+//! pair is its own timeline — a replica logs its own copy of every change,
+//! later. The log is read in its order (each server's
 //! execution order), not sorted by time: an `Expired` record carries the
 //! logical deadline, which may be earlier than the record before it.
 

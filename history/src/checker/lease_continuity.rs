@@ -225,16 +225,16 @@ fn still_working(history: &History, acquire: &Op, end_ms: u64) -> Option<String>
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// The rule on `history`, with what it reads derived as `check` does.
-    fn check(history: &History) -> Verdict {
-        super::check(history, &Derived::of(history))
-    }
     use crate::fault::Fault;
     use crate::history::{JobReport, OwnershipRecord};
     use crate::verdict::Status;
 
     use super::super::testing::builder;
+
+    /// The rule on `history`, with what it reads derived as `check` does.
+    fn check(history: &History) -> Verdict {
+        super::check(history, &Derived::of(history))
+    }
 
     #[test]
     fn a_renewed_lease_held_to_the_release_holds() {

@@ -305,14 +305,14 @@ fn own_end(
 mod tests {
     use super::*;
     use crate::history::OkValue as V;
+    use crate::verdict::Status;
+
+    use super::super::testing::builder;
 
     /// The rule on `history`, with what it reads derived as `check` does.
     fn check(history: &History) -> Verdict {
         super::check(history, &Derived::of(history))
     }
-    use crate::verdict::Status;
-
-    use super::super::testing::builder;
 
     #[test]
     fn one_holder_at_a_time_holds() {

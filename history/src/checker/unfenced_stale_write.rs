@@ -227,13 +227,13 @@ fn explain(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::history::{HistoryBuilder, Limits, OkValue, OwnershipRecord};
+    use crate::verdict::Status;
 
     /// The rule on `history`, with what it reads derived as `check` does.
     fn check(history: &History) -> Verdict {
         super::check(history, &Derived::of(history))
     }
-    use crate::history::{HistoryBuilder, Limits, OkValue, OwnershipRecord};
-    use crate::verdict::Status;
 
     const LIMITS: Limits = Limits {
         lease_ms: 500,

@@ -48,12 +48,16 @@ const HOOK_EVERY_INSTRUCTIONS: u32 = 100_000;
 /// Lua heap limit per server instance.
 pub(crate) const MEMORY_BYTES_MAX: usize = 256 * 1024 * 1024;
 
-/// Most heap an engine may hold when it is handed back to the pool
-/// (`LuaEngine::reset` collects above it): 1/64 of [`MEMORY_BYTES_MAX`], so
-/// garbage carried over can never bring a script near the cap, and about
-/// twenty times a warm engine's heap (prelude, libraries, the lock's
-/// compiled scripts).
-pub(crate) const RESET_HEAP_BYTES_MAX: usize = 4 * 1024 * 1024;
+/// Heap above which an engine handed back to the pool is fully collected
+/// (`LuaEngine::reset`): 1/256 of [`MEMORY_BYTES_MAX`], so garbage carried
+/// over can never bring a script near the cap, and at most
+/// `POOL_MAX` (16) × 1 MiB of it is kept per thread. A warm engine (prelude,
+/// libraries, the lock's compiled scripts) holds a few hundred KB.
+pub(crate) const RESET_HEAP_BYTES_MAX: usize = 1024 * 1024;
+/// Lua 5.1's default collector pause (`LUAI_GCPAUSE`, percent).
+const LUA_GC_PAUSE_DEFAULT: std::os::raw::c_int = 200;
+/// Lua 5.1's default collector step multiplier (`LUAI_GCMUL`, percent).
+const LUA_GC_STEP_MULTIPLIER_DEFAULT: std::os::raw::c_int = 200;
 /// Deepest table nesting converted to a reply.
 pub(crate) const REPLY_DEPTH_MAX: usize = 1000;
 /// Most compiled chunks kept per thread (see [`BYTECODE`]).
@@ -583,10 +587,12 @@ impl LuaEngine {
     }
 
     /// Puts the state back as a new one is for the next instance: no
-    /// `KEYS`/`ARGV`, the generator detached, and the heap at most
-    /// [`RESET_HEAP_BYTES_MAX`]. (No backend is installed between script
-    /// calls.) The compiled scripts stay (see `lua_pool.rs` for why that is
-    /// safe).
+    /// `KEYS`/`ARGV`, the generator detached, the collector running with
+    /// Lua's default pause and step (a script may have stopped or tuned it
+    /// with `collectgarbage`), and at most [`RESET_HEAP_BYTES_MAX`] in the
+    /// heap unless live data alone is more. (No backend is installed
+    /// between script calls.) The compiled scripts stay (see `lua_pool.rs`
+    /// for why that is safe).
     ///
     /// Why not a full collection every time: it walks the whole heap (the
     /// prelude, the libraries, every compiled script), about 130,000
@@ -594,13 +600,29 @@ impl LuaEngine {
     /// bench), while what a run's scripts leave is a few kilobytes that the
     /// incremental collector frees during the next instance's scripts, as it
     /// would in one long-lived server. Above the bound the collection is
-    /// made, so no engine enters the pool carrying more than it.
+    /// made.
     pub(crate) fn reset(&self) -> mlua::Result<()> {
         let globals = self.lua.globals();
         globals.raw_set("KEYS", Value::Nil)?;
         globals.raw_set("ARGV", Value::Nil)?;
         self.use_rand(Rand48::new());
         self.instructions.set(0);
+        // Constant time, unlike the collection: the collector as a new
+        // state has it. (mlua 0.12 does not export its `GcMode` parameters,
+        // hence the raw calls.)
+        self.lua.gc_restart();
+        // SAFETY: `lua_gc` with SETPAUSE/SETSTEPMUL only sets two collector
+        // fields; it pushes and pops nothing and cannot raise.
+        unsafe {
+            self.lua.exec_raw::<()>((), |state| {
+                mlua::ffi::lua_gc(state, mlua::ffi::LUA_GCSETPAUSE, LUA_GC_PAUSE_DEFAULT);
+                mlua::ffi::lua_gc(
+                    state,
+                    mlua::ffi::LUA_GCSETSTEPMUL,
+                    LUA_GC_STEP_MULTIPLIER_DEFAULT,
+                );
+            })?;
+        }
         if self.heap_bytes() > RESET_HEAP_BYTES_MAX {
             self.lua.gc_collect()?;
         }

@@ -22,7 +22,10 @@ pub(crate) const SCRIPTS_MAX: usize = 100_000;
 pub(crate) const NOSCRIPT: &str = "NOSCRIPT No matching script. Please use EVAL.";
 
 /// Most script bodies whose sha1 a thread remembers (see [`sha1_hex`]).
-const SHA1_MEMO_MAX: usize = 1024;
+const SHA1_MEMO_MAX: usize = 256;
+/// Longest body whose sha1 is remembered: with [`SHA1_MEMO_MAX`], at most
+/// 4 MiB of bodies a thread. A lock's scripts are a few KB.
+const SHA1_MEMO_BODY_BYTES_MAX: usize = 16 * 1024;
 
 thread_local! {
     /// sha1 (lowercase hex) by script body, for [`sha1_hex`].
@@ -35,10 +38,14 @@ thread_local! {
 /// its scripts into each one, so the same few bodies are hashed again and
 /// again: about 18,000 instructions a load for the Redlock scripts, 2.4% of
 /// a `redlock-minority-partition` run (callgrind, harness bench). A lookup
-/// compares bytes instead. Bounded: past [`SHA1_MEMO_MAX`] bodies, new ones
-/// are hashed and not kept.
+/// compares bytes instead. Bounded: past [`SHA1_MEMO_MAX`] bodies, or for a
+/// body longer than [`SHA1_MEMO_BODY_BYTES_MAX`], the sha1 is computed and
+/// not kept.
 pub(crate) fn sha1_hex(body: &[u8]) -> String {
     let hash = || sha1_smol::Sha1::from(body).digest().to_string();
+    if body.len() > SHA1_MEMO_BODY_BYTES_MAX {
+        return hash();
+    }
     SHA1_MEMO
         .try_with(|memo| {
             let Ok(mut memo) = memo.try_borrow_mut() else {
@@ -127,8 +134,20 @@ mod tests {
         // Redis's sha1 of `return 1` (SCRIPT LOAD answers it).
         const RETURN_ONE: &str = "e0e1f9fabfc9d4800c877a703b823ac0578ff8db";
         assert_eq!(sha1_hex(b"return 1"), RETURN_ONE, "computed");
+        let kept = SHA1_MEMO.with(|memo| memo.borrow().get(&b"return 1"[..]).cloned());
+        assert_eq!(kept.as_deref(), Some(RETURN_ONE), "kept");
         assert_eq!(sha1_hex(b"return 1"), RETURN_ONE, "remembered");
         assert_ne!(sha1_hex(b"return 2"), RETURN_ONE, "by body");
+    }
+
+    #[test]
+    fn a_long_body_is_hashed_and_not_kept() {
+        let body = vec![b' '; SHA1_MEMO_BODY_BYTES_MAX + 1];
+        assert_eq!(
+            sha1_hex(&body),
+            sha1_smol::Sha1::from(&body).digest().to_string()
+        );
+        assert!(SHA1_MEMO.with(|memo| !memo.borrow().contains_key(&body)));
     }
 
     #[test]
