@@ -6,9 +6,12 @@
 //! error values are Lua tables raised with `lua_error`, positions come from
 //! the Lua stack, and `pcall` flattens error tables to strings. Rust
 //! callbacks in mlua can only raise mlua's own error userdata, so the Rust
-//! side exposes raw primitives that never raise (`backend`, `rand48`,
-//! `sha1hex`) and the Lua side raises exactly what Redis raises, from behind
-//! a C trampoline so that positions match (see [`trampoline`]).
+//! side exposes raw primitives that answer errors as values (`backend`,
+//! `rand48`, `sha1hex`) and the Lua side raises exactly what Redis raises,
+//! from behind a C trampoline so that positions match (see [`trampoline`]).
+//! The hot ones (`backend`, `keys_argv`) are C functions on the Lua stack,
+//! not mlua callbacks, because a script call's cost was mostly mlua's
+//! argument handling (see [`backend_args`]).
 //!
 //! Conversions (Redis 7.0, RESP2): Redis→Lua: integer → number, bulk →
 //! string, nil → false, array → table, status → `{ok=...}`, error →
@@ -117,8 +120,8 @@ local type, error, select, tostring, tonumber = type, error, select, tostring, t
 local rawget, rawset, setmetatable, unpack, xpcall = rawget, rawset, setmetatable, unpack, xpcall
 local raw_pcall, sformat, floor, ceil = pcall, string.format, math.floor, math.ceil
 
-local backend = nil
-local function set_backend(f) backend = f end
+local backend, backend_table, keys_argv = nil, nil, nil
+local function set_backend(f, ft, ka) backend, backend_table, keys_argv = f, ft, ka end
 
 -- luaPushErrorBuff: "-CODE msg" keeps CODE; anything else becomes "ERR msg".
 local function error_text(buf)
@@ -141,22 +144,29 @@ local function lib_error(raise, text)
 end
 
 local function call(raise, ...)
-  local n = select('#', ...)
-  if n == 0 then
-    return lib_error(raise, 'ERR Please specify at least one argument for this redis lib call')
-  end
-  -- One table from the varargs, then checked in place: `select(i, ...)`
-  -- per argument was a C call each (profiled: a third of this function).
-  local argv = {...}
-  for i = 1, n do
-    local v = argv[i]
-    local t = type(v)
-    if t == 'number' then argv[i] = sformat('%.17g', v)
-    elseif t ~= 'string' then
-      return lib_error(raise, 'ERR Lua redis lib command arguments must be strings or integers')
+  -- Most calls pass strings only, and `backend` (C) takes them off the
+  -- stack as they are. It answers nothing, before running anything, when
+  -- there are none or one is not a string; only then are the arguments
+  -- checked and numbers converted here, in a table (profiled: the table
+  -- and the checks on every call were ~2,600 of a call's ~5,700
+  -- instructions).
+  local ok, reply = backend(...)
+  if ok == nil then
+    local n = select('#', ...)
+    if n == 0 then
+      return lib_error(raise, 'ERR Please specify at least one argument for this redis lib call')
     end
+    local argv = {...}
+    for i = 1, n do
+      local v = argv[i]
+      local t = type(v)
+      if t == 'number' then argv[i] = sformat('%.17g', v)
+      elseif t ~= 'string' then
+        return lib_error(raise, 'ERR Lua redis lib command arguments must be strings or integers')
+      end
+    end
+    ok, reply = backend_table(argv, n)
   end
-  local ok, reply = backend(argv)
   if ok then return reply end
   local e = {err = error_text('-' .. reply), ignore_error_stats_update = true}
   if raise then error(e) end
@@ -356,6 +366,7 @@ local function err_handler(err)
 end
 
 local function run(f)
+  keys_argv()
   return xpcall(f, err_handler)
 end
 
@@ -423,52 +434,308 @@ fn c_trampoline(lua: &Lua, implementation: Function) -> mlua::Result<Function> {
 /// What serves a script's `redis.call`: runs one command, returns its reply.
 pub(crate) type Backend<'a> = dyn Fn(&[Vec<u8>]) -> Frame + 'a;
 
-/// Where the engine's one `backend` function, made once with the engine,
-/// finds the backend of the script running now.
+/// The script call running now, as the C functions see it: its backend,
+/// `KEYS` and `ARGV`. Lifetimes erased; valid while
+/// [`BackendSlot::serving`] runs (see there).
+#[derive(Clone, Copy)]
+struct ScriptCall {
+    backend: NonNull<Backend<'static>>,
+    keys: NonNull<[Vec<u8>]>,
+    argv: NonNull<[Vec<u8>]>,
+}
+
+/// What the engine's C functions (`backend`, `backend_table`,
+/// `keys_argv`), made once with the engine, read: the script call running
+/// now, and the reply being handed to Lua.
 ///
 /// Why not a function made per call: `Lua::scope` and a Rust function
 /// created and destroyed for each script, with two Lua calls to install and
 /// remove it, were about a third of a script call (profiled: ~13,000 of
 /// ~41,000 instructions under hotspot-load).
+#[derive(Default)]
+struct BackendState {
+    current: Cell<Option<ScriptCall>>,
+    /// The reply while [`push_reply`] builds its Lua value: kept here, not
+    /// on the C function's frame, because a memory error while building
+    /// longjmps over that frame, and a Rust frame that a longjmp skips must
+    /// own nothing with a destructor. Emptied after each reply is built
+    /// (and replaced by the next, should building one have raised).
+    parked: RefCell<Option<Frame>>,
+    /// A panic of the backend, carried across the Lua frames (which a
+    /// Rust unwind must not cross) and resumed when the script call
+    /// returns to Rust (`LuaEngine::run_inner`).
+    panicked: RefCell<Option<Box<dyn std::any::Any + Send>>>,
+}
+
+/// The engine's handle on its [`BackendState`]; the C functions hold its
+/// address as an upvalue, and the engine keeps it alive as long as the
+/// state (see [`LuaEngine`]).
 #[derive(Clone, Default)]
-struct BackendSlot(Rc<Cell<Option<NonNull<Backend<'static>>>>>);
+struct BackendSlot(Rc<BackendState>);
 
 impl BackendSlot {
-    /// Runs `call` with `redis.call` served by `backend`, then puts back
-    /// what the slot held before, however `call` ends (scripts do not nest,
-    /// but a slot that restores cannot be left dangling by one that did).
-    /// A closure, not a guard handed out: nothing can forget to remove it.
-    fn serving<R>(&self, backend: &Backend<'_>, call: impl FnOnce() -> R) -> R {
+    /// Runs `call` with `redis.call` served by `backend` and `keys_argv`
+    /// handing out `keys` and `argv`, then puts back what the slot held
+    /// before, however `call` ends (scripts do not nest, but a slot that
+    /// restores cannot be left dangling by one that did). A closure, not a
+    /// guard handed out: nothing can forget to remove it.
+    fn serving<R>(
+        &self,
+        backend: &Backend<'_>,
+        keys: &[Vec<u8>],
+        argv: &[Vec<u8>],
+        call: impl FnOnce() -> R,
+    ) -> R {
         // SAFETY: only the lifetime is erased (same fat pointer). The
-        // pointer is stored while `call` runs, `backend` outlives this
-        // function, and the guard below removes the pointer before it
-        // returns or unwinds; it is dereferenced only in `serve`.
-        let erased: NonNull<Backend<'static>> =
+        // pointers are stored while `call` runs, everything they point to
+        // outlives this function, and the guard below removes them before
+        // it returns or unwinds; they are dereferenced only by the C
+        // functions, which run only inside `call`.
+        let backend: NonNull<Backend<'static>> =
             unsafe { std::mem::transmute::<NonNull<Backend<'_>>, _>(NonNull::from(backend)) };
+        let running = ScriptCall {
+            backend,
+            keys: NonNull::from(keys),
+            argv: NonNull::from(argv),
+        };
         let _restore = BackendGuard {
             slot: self,
-            previous: self.0.replace(Some(erased)),
+            previous: self.0.current.replace(Some(running)),
         };
         call()
     }
+}
 
-    /// The installed backend's reply to `args`; `None` when no script runs.
-    fn serve(&self, args: &[Vec<u8>]) -> Option<Frame> {
-        let backend = self.0.get()?;
-        // SAFETY: installed, so alive (see `serving`).
-        Some(unsafe { backend.as_ref() }(args))
+impl BackendState {
+    /// Runs `args` on the installed backend and parks the reply (an error
+    /// when no script runs: Lua code runs only inside `run`, which installs
+    /// a backend, but a slot is not trusted to be full). `args` is consumed
+    /// here, so the caller's frame owns nothing afterwards.
+    ///
+    /// `false` when the backend panicked: the panic is kept in `panicked`
+    /// and no reply is parked.
+    fn serve_and_park(&self, args: Vec<Vec<u8>>) -> bool {
+        let served = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            match self.current.get() {
+                // SAFETY: installed, so alive (see `BackendSlot::serving`).
+                Some(running) => {
+                    let backend = unsafe { running.backend.as_ref() };
+                    backend(&args)
+                }
+                None => Frame::error("ERR redis.call with no script running"),
+            }
+        }));
+        drop(args);
+        match served {
+            Ok(reply) => {
+                *self.parked.borrow_mut() = Some(reply);
+                true
+            }
+            Err(panic) => {
+                *self.panicked.borrow_mut() = Some(panic);
+                false
+            }
+        }
     }
 }
 
 /// Puts back what the slot held when a script call ends, however it ends.
 struct BackendGuard<'s> {
     slot: &'s BackendSlot,
-    previous: Option<NonNull<Backend<'static>>>,
+    previous: Option<ScriptCall>,
 }
 
 impl Drop for BackendGuard<'_> {
     fn drop(&mut self) {
-        self.slot.0.set(self.previous);
+        self.slot.0.current.set(self.previous);
+    }
+}
+
+/// `backend(...)`, the prelude's fast path of `redis.call`: runs the
+/// command its arguments name when every one is a string, and returns
+/// `true, reply` or `false, error text`; returns nothing, before running
+/// anything, when there are no arguments or one is not a string (the
+/// prelude then checks and converts them as Redis does and calls
+/// [`backend_table`]).
+///
+/// Why C, not an mlua function: mlua takes a Rust callback's arguments
+/// through registry references and runs it inside a protected call, and
+/// the prelude had to gather the arguments in a table for it; that was
+/// more than half of a `redis.call` (profiled: ~3,100 of ~5,700
+/// instructions, the command itself ~900).
+unsafe extern "C-unwind" fn backend_args(state: *mut mlua::ffi::lua_State) -> c_int {
+    use mlua::ffi;
+    let n = ffi::lua_gettop(state);
+    if n == 0 || (1..=n).any(|i| ffi::lua_type(state, i) != ffi::LUA_TSTRING) {
+        return 0;
+    }
+    // Strings only: reading them neither allocates nor raises.
+    let args: Vec<Vec<u8>> = (1..=n).map(|i| lua_bytes(state, i).to_vec()).collect();
+    serve_and_push(state, args)
+}
+
+/// `backend_table(argv, n)`: [`backend_args`] for arguments the prelude has
+/// checked and converted into the table `argv` (`argv[1..n]`, strings).
+unsafe extern "C-unwind" fn backend_table(state: *mut mlua::ffi::lua_State) -> c_int {
+    use mlua::ffi;
+    let n = ffi::lua_tointeger(state, 2);
+    let mut args = Vec::new();
+    for i in 1..=n {
+        // A raw get neither allocates nor raises; the slot is popped at once.
+        ffi::lua_rawgeti(state, 1, i);
+        let is_string = ffi::lua_type(state, -1) == ffi::LUA_TSTRING;
+        if is_string {
+            args.push(lua_bytes(state, -1).to_vec());
+        }
+        ffi::lua_pop(state, 1);
+        if !is_string {
+            // The prelude converts every argument first; refuse rather
+            // than trust it, with the words Redis uses.
+            drop(args);
+            ffi::lua_pushboolean(state, 0);
+            ffi::lua_pushstring(
+                state,
+                c"Lua redis lib command arguments must be strings or integers".as_ptr(),
+            );
+            return 2;
+        }
+    }
+    serve_and_push(state, args)
+}
+
+/// The bytes of the string at `index`, borrowed from the Lua state (valid
+/// while the value stays on the stack).
+///
+/// # Safety
+/// The value at `index` must be a string.
+unsafe fn lua_bytes<'a>(state: *mut mlua::ffi::lua_State, index: c_int) -> &'a [u8] {
+    let mut len = 0usize;
+    let text = mlua::ffi::lua_tolstring(state, index, &mut len);
+    std::slice::from_raw_parts(text.cast::<u8>(), len)
+}
+
+/// Serves `args` on the backend whose [`BackendState`] is the C function's
+/// upvalue 1 and pushes `true, reply` or `false, error text`: 2 results.
+///
+/// # Safety
+/// Called from a C function made by [`backend_function`], with Lua's
+/// LUA_MINSTACK slots free. Pushing may raise a memory error (a longjmp):
+/// nothing owned is alive on this frame or below it while it pushes.
+unsafe fn serve_and_push(state: *mut mlua::ffi::lua_State, args: Vec<Vec<u8>>) -> c_int {
+    use mlua::ffi;
+    let shared = &*ffi::lua_touserdata(state, ffi::lua_upvalueindex(1)).cast::<BackendState>();
+    if !shared.serve_and_park(args) {
+        // Ends the script as an error; `run_inner` resumes the panic.
+        ffi::lua_pushstring(state, c"redis.call: the simulated server panicked".as_ptr());
+        ffi::lua_error(state);
+    }
+    {
+        // SAFETY: read through a raw pointer, not a `Ref` (which has a
+        // destructor); nothing writes `parked` until this reply is built.
+        let reply: &Frame = (*shared.parked.as_ptr())
+            .as_ref()
+            .expect("serve_and_park parks a reply");
+        match reply {
+            Frame::Error(text) => {
+                ffi::lua_pushboolean(state, 0);
+                ffi::lua_pushlstring(state, text.as_ptr().cast(), text.len());
+            }
+            reply => {
+                ffi::lua_pushboolean(state, 1);
+                push_reply(state, reply);
+            }
+        }
+    }
+    *shared.parked.borrow_mut() = None;
+    2
+}
+
+/// Pushes `frame` as Redis 7.0 hands a reply to a script (see the module
+/// doc: status → `{ok=...}`, error → `{err=...}`, integer → number, bulk →
+/// string, nil → false, array → table). Raw sets on new tables: no
+/// metamethod, no script code runs.
+///
+/// # Safety
+/// As [`serve_and_push`]: may longjmp on a memory error or a stack that
+/// cannot grow; owns nothing.
+unsafe fn push_reply(state: *mut mlua::ffi::lua_State, frame: &Frame) {
+    use mlua::ffi;
+    // Each level holds its table and one item (or a key and its value).
+    ffi::luaL_checkstack(state, 3, c"reply nested too deep".as_ptr());
+    match frame {
+        Frame::Simple(text) | Frame::Error(text) => {
+            let key = if matches!(frame, Frame::Simple(_)) {
+                c"ok"
+            } else {
+                c"err"
+            };
+            ffi::lua_createtable(state, 0, 1);
+            ffi::lua_pushstring(state, key.as_ptr());
+            ffi::lua_pushlstring(state, text.as_ptr().cast(), text.len());
+            ffi::lua_rawset(state, -3);
+        }
+        Frame::Integer(n) => ffi::lua_pushnumber(state, *n as f64),
+        Frame::Bulk(bytes) => {
+            ffi::lua_pushlstring(state, bytes.as_ptr().cast(), bytes.len());
+        }
+        Frame::Null | Frame::NullArray => ffi::lua_pushboolean(state, 0),
+        Frame::Array(items) => {
+            ffi::lua_createtable(state, c_int::try_from(items.len()).unwrap_or(0), 0);
+            for (i, item) in items.iter().enumerate() {
+                push_reply(state, item);
+                ffi::lua_rawseti(state, -2, (i + 1) as ffi::lua_Integer);
+            }
+        }
+    }
+}
+
+/// `keys_argv()`, called by the prelude's `run` before the script: sets
+/// the globals `KEYS` and `ARGV` to new arrays of the running call's keys
+/// and arguments (empty when none runs, which `run` never allows).
+///
+/// Why C, inside the script's own protected call: made from Rust through
+/// mlua (`exec_raw`), each script paid a protected call of its own, with
+/// mlua's set-up around it, to build them (profiled: ~3,200 instructions a
+/// script). Raw sets on the real globals, as before, so no metamethod
+/// runs.
+unsafe extern "C-unwind" fn keys_argv(state: *mut mlua::ffi::lua_State) -> c_int {
+    use mlua::ffi;
+    let shared = &*ffi::lua_touserdata(state, ffi::lua_upvalueindex(1)).cast::<BackendState>();
+    let (keys, argv): (&[Vec<u8>], &[Vec<u8>]) = match shared.current.get() {
+        // SAFETY: installed, so alive (see `BackendSlot::serving`).
+        Some(running) => (running.keys.as_ref(), running.argv.as_ref()),
+        None => (&[], &[]),
+    };
+    // Borrowed slices and plain integers only: a memory error here may
+    // longjmp over this frame (it ends the script call as an error).
+    for (name, items) in [(c"KEYS", keys), (c"ARGV", argv)] {
+        ffi::lua_createtable(state, c_int::try_from(items.len()).unwrap_or(0), 0);
+        for (i, item) in items.iter().enumerate() {
+            ffi::lua_pushlstring(state, item.as_ptr().cast(), item.len());
+            ffi::lua_rawseti(state, -2, (i + 1) as ffi::lua_Integer);
+        }
+        ffi::lua_pushstring(state, name.as_ptr());
+        ffi::lua_insert(state, -2);
+        ffi::lua_rawset(state, ffi::LUA_GLOBALSINDEX);
+    }
+    0
+}
+
+/// A C closure of `implementation` over the address of `shared`, which the
+/// state itself keeps alive (as app data) for as long as the closure can run.
+fn backend_function(
+    lua: &Lua,
+    shared: &Rc<BackendState>,
+    implementation: unsafe extern "C-unwind" fn(*mut mlua::ffi::lua_State) -> c_int,
+) -> mlua::Result<Function> {
+    let address = Rc::as_ptr(shared).cast_mut().cast::<std::ffi::c_void>();
+    // SAFETY: pushes one light userdata and turns it into the closure's
+    // upvalue, leaving exactly the new closure on the stack.
+    unsafe {
+        lua.exec_raw::<Function>((), |state| {
+            mlua::ffi::lua_pushlightuserdata(state, address);
+            mlua::ffi::lua_pushcclosure(state, implementation, 1);
+        })
     }
 }
 
@@ -537,24 +804,12 @@ impl LuaEngine {
         }
         let (set_backend, run, env): (Function, Function, Table) = finish.call(wrapped)?;
         let backend = BackendSlot::default();
-        let serving = backend.clone();
-        let backend_function = lua.create_function(move |lua, argv: Table| {
-            let mut args = Vec::with_capacity(argv.raw_len());
-            for i in 1..=argv.raw_len() {
-                let arg: mlua::LuaString = argv.raw_get(i)?;
-                args.push(arg.as_bytes().to_vec());
-            }
-            // Lua code runs only inside `run`, which installs a backend;
-            // without one, answer as an error rather than trust that.
-            let reply = serving
-                .serve(&args)
-                .unwrap_or_else(|| Frame::error("ERR redis.call with no script running"));
-            uncapped(lua, || match reply {
-                Frame::Error(text) => Ok((false, Value::String(lua.create_string(&text)?))),
-                reply => Ok((true, frame_to_lua(lua, &reply)?)),
-            })
-        })?;
-        set_backend.call::<()>(backend_function)?;
+        lua.set_app_data(backend.0.clone());
+        set_backend.call::<()>((
+            backend_function(&lua, &backend.0, backend_args)?,
+            backend_function(&lua, &backend.0, backend_table)?,
+            backend_function(&lua, &backend.0, keys_argv)?,
+        ))?;
         let instructions = Rc::new(Cell::new(0u64));
         let counter = instructions.clone();
         lua.set_hook(
@@ -677,16 +932,21 @@ impl LuaEngine {
         argv: &[Vec<u8>],
         backend: &Backend<'_>,
     ) -> mlua::Result<Frame> {
-        // Before the cap is lifted: a panic there would leave it off.
+        // What `keys_argv` builds in the state is bounded.
         assert!(
             keys.len() + argv.len() <= ARRAY_LEN_MAX,
             "a command's arguments are bounded"
         );
-        uncapped(&self.lua, || self.set_keys_argv(keys, argv))?;
         self.instructions.set(0);
-        let result = self.backend.serving(backend, || {
+        let result = self.backend.serving(backend, keys, argv, || {
             self.run.call::<mlua::MultiValue>(function.clone())
         });
+        // A panic of the server under `redis.call` ended the script as a
+        // Lua error (Rust must not unwind through Lua's C frames); it goes
+        // on from here, as if the server had been called from Rust.
+        if let Some(panic) = self.backend.0.panicked.take() {
+            std::panic::resume_unwind(panic);
+        }
         let mut values = result?.into_iter();
         let ok = matches!(values.next(), Some(Value::Boolean(true)));
         let value = values.next().unwrap_or(Value::Nil);
@@ -701,80 +961,20 @@ impl LuaEngine {
             })
         })
     }
-
-    /// Sets the globals `KEYS` and `ARGV` to new arrays of `keys` and
-    /// `argv`, in one call into the state.
-    ///
-    /// Why raw: through mlua's handles each string and table is a registry
-    /// reference made and dropped (profiled: ~3,500 instructions an array).
-    /// Raw sets on the real globals, as before, so no metamethod runs.
-    fn set_keys_argv(&self, keys: &[Vec<u8>], argv: &[Vec<u8>]) -> mlua::Result<()> {
-        debug_assert!(keys.len() + argv.len() <= ARRAY_LEN_MAX);
-        // SAFETY: the closure owns nothing that needs dropping (it borrows
-        // the slices and iterates by reference, so no iterator with a `Drop`
-        // is live), so an allocation error may longjmp out of it into
-        // `exec_raw`'s protected call; it uses at most 3 stack slots (a C
-        // function is given 20) and leaves the stack as it found it.
-        unsafe {
-            self.lua.exec_raw::<()>((), |state| {
-                use mlua::ffi;
-                ffi::lua_pushvalue(state, ffi::LUA_GLOBALSINDEX);
-                for &(name, items) in &[(c"KEYS", keys), (c"ARGV", argv)] {
-                    ffi::lua_createtable(state, items.len() as c_int, 0);
-                    for (i, item) in items.iter().enumerate() {
-                        ffi::lua_pushlstring(state, item.as_ptr().cast(), item.len());
-                        ffi::lua_rawseti(state, -2, (i + 1) as ffi::lua_Integer);
-                    }
-                    ffi::lua_pushstring(state, name.as_ptr());
-                    ffi::lua_insert(state, -2);
-                    ffi::lua_rawset(state, -3);
-                }
-                ffi::lua_pop(state, 1);
-            })
-        }
-    }
 }
 
 /// Runs `build` without the Lua heap cap, then puts the cap back.
 ///
-/// Why: with a cap set, mlua makes every string and table it creates from
-/// Rust inside a protected call, and building `KEYS`, `ARGV` and each
-/// `redis.call` reply that way was about a twentieth of a simulated run
-/// (profiled: ~12,000 instructions an array). What is built
-/// here is bounded by the request and the reply, whose sizes the server
-/// already limits ([`ARRAY_LEN_MAX`] and the frame parser's bounds); the
-/// script's own allocations stay capped.
+/// Why: with a cap set, mlua makes every string it creates from Rust inside
+/// a protected call, and reading a script's reply makes one for each key it
+/// looks up (profiled: ~5,600 instructions a reply). Reading allocates
+/// nothing else; the script's own allocations, and `KEYS`, `ARGV` and the
+/// `redis.call` replies built in C, stay capped.
 fn uncapped<T>(lua: &Lua, build: impl FnOnce() -> mlua::Result<T>) -> mlua::Result<T> {
     lua.set_memory_limit(0)?;
     let built = build();
     lua.set_memory_limit(MEMORY_BYTES_MAX)?;
     built
-}
-
-/// Redis→Lua for a `redis.call` reply (errors are handled by the caller).
-pub(crate) fn frame_to_lua(lua: &Lua, frame: &Frame) -> mlua::Result<Value> {
-    Ok(match frame {
-        Frame::Simple(s) => {
-            let t = lua.create_table()?;
-            t.raw_set("ok", lua.create_string(s)?)?;
-            Value::Table(t)
-        }
-        Frame::Error(s) => {
-            let t = lua.create_table()?;
-            t.raw_set("err", lua.create_string(s)?)?;
-            Value::Table(t)
-        }
-        Frame::Integer(n) => Value::Number(*n as f64),
-        Frame::Bulk(b) => Value::String(lua.create_string(b)?),
-        Frame::Null | Frame::NullArray => Value::Boolean(false),
-        Frame::Array(items) => {
-            let t = lua.create_table_with_capacity(items.len(), 0)?;
-            for (i, item) in items.iter().enumerate() {
-                t.raw_set(i + 1, frame_to_lua(lua, item)?)?;
-            }
-            Value::Table(t)
-        }
-    })
 }
 
 /// `(long long)d` as x86-64 computes it: truncation, and i64::MIN for NaN
@@ -1051,15 +1251,121 @@ mod tests {
             );
             assert_eq!(*seen.borrow(), vec![vec![b"get".to_vec(), b"k".to_vec()]]);
             assert!(
-                e.backend.0.get().is_none(),
+                e.backend.0.current.get().is_none(),
                 "the backend is removed on return"
             );
         }
         // A script that raises leaves nothing installed either.
         let raised = eval(&e, "redis.call('nope'); return 1");
         assert!(raised.is_error(), "{raised:?}");
-        assert!(e.backend.0.get().is_none());
+        assert!(e.backend.0.current.get().is_none());
         // Between scripts there is no backend to serve a call.
-        assert!(e.backend.serve(&[b"ping".to_vec()]).is_none());
+        assert!(e.backend.0.serve_and_park(vec![b"ping".to_vec()]));
+        assert_eq!(
+            e.backend.0.parked.take(),
+            Some(Frame::error("ERR redis.call with no script running"))
+        );
+    }
+
+    #[test]
+    fn arguments_that_are_not_all_strings_take_the_checked_path() {
+        let e = LuaEngine::new().unwrap();
+        let seen = RefCell::new(Vec::new());
+        let f = e
+            .compile(b"return {redis.call('set', KEYS[1], 12, 0.5), redis.call('get', KEYS[1])}")
+            .unwrap();
+        let reply = e.run(&f, "sha", &[b"k".to_vec()], &[], &|args| {
+            seen.borrow_mut().push(args.to_vec());
+            Frame::simple("OK")
+        });
+        assert_eq!(
+            reply,
+            Frame::Array(vec![Frame::simple("OK"), Frame::simple("OK")])
+        );
+        // Numbers as Redis formats them (`%.17g`), strings as they are.
+        assert_eq!(
+            *seen.borrow(),
+            vec![
+                vec![
+                    b"set".to_vec(),
+                    b"k".to_vec(),
+                    b"12".to_vec(),
+                    b"0.5".to_vec()
+                ],
+                vec![b"get".to_vec(), b"k".to_vec()],
+            ]
+        );
+        // A table among the arguments runs nothing.
+        seen.borrow_mut().clear();
+        let f = e.compile(b"return redis.pcall('get', {})").unwrap();
+        let reply = e.run(&f, "sha", &[], &[], &|args| {
+            seen.borrow_mut().push(args.to_vec());
+            Frame::Null
+        });
+        assert_eq!(
+            reply,
+            Frame::error("ERR Lua redis lib command arguments must be strings or integers")
+        );
+        assert!(seen.borrow().is_empty());
+    }
+
+    #[test]
+    fn a_server_panic_under_a_script_goes_on_in_rust_and_the_engine_still_works() {
+        let e = LuaEngine::new().unwrap();
+        let f = e
+            .compile(b"local ok = pcall(redis.call, 'ping'); return 1")
+            .unwrap();
+        let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            e.run(&f, "sha", &[], &[], &|_| panic!("server bug"))
+        }));
+        let payload = panicked.expect_err("the server's panic reaches the caller");
+        assert_eq!(payload.downcast_ref::<&str>(), Some(&"server bug"));
+        assert!(e.backend.0.panicked.borrow().is_none());
+        assert!(e.backend.0.current.get().is_none());
+        assert_eq!(
+            eval(&e, "return redis.call('ping')['ok']"),
+            Frame::Bulk(b"PONG".to_vec())
+        );
+    }
+
+    #[test]
+    fn a_reply_past_the_heap_cap_fails_the_script_and_the_engine_still_works() {
+        let e = LuaEngine::new().unwrap();
+        let f = e.compile(b"return #redis.call('get', 'k')").unwrap();
+        // The backend lowers the cap below the reply it returns, so
+        // building the reply in Lua raises a memory error from C.
+        let reply = e.run(&f, "sha", &[], &[], &|_| {
+            e.lua
+                .set_memory_limit(e.lua.used_memory() + 64 * 1024)
+                .unwrap();
+            Frame::Bulk(vec![b'x'; 1024 * 1024])
+        });
+        let Frame::Error(text) = &reply else {
+            panic!("{reply:?}")
+        };
+        assert!(
+            String::from_utf8_lossy(text).contains("not enough memory"),
+            "{reply:?}"
+        );
+        // The cap is back and the next script runs; the parked reply is
+        // replaced by the next one.
+        e.lua.set_memory_limit(MEMORY_BYTES_MAX).unwrap();
+        let reply = e.run(&f, "sha", &[], &[], &|_| Frame::Bulk(b"abc".to_vec()));
+        assert_eq!(reply, Frame::Integer(3));
+        assert!(e.backend.0.parked.borrow().is_none());
+        // `ARGV` past the cap fails the call the same way, before the
+        // script runs, and the next call sees its own `ARGV`.
+        let f = e.compile(b"return #ARGV[1]").unwrap();
+        e.lua
+            .set_memory_limit(e.lua.used_memory() + 64 * 1024)
+            .unwrap();
+        let reply = e.run(&f, "sha", &[], &[vec![b'x'; 1024 * 1024]], &|_| Frame::Null);
+        assert!(
+            matches!(&reply, Frame::Error(text) if String::from_utf8_lossy(text).contains("not enough memory")),
+            "{reply:?}"
+        );
+        e.lua.set_memory_limit(MEMORY_BYTES_MAX).unwrap();
+        let reply = e.run(&f, "sha", &[], &[b"ab".to_vec()], &|_| Frame::Null);
+        assert_eq!(reply, Frame::Integer(2));
     }
 }

@@ -24,7 +24,7 @@
 //! waits (except a client's WAIT). When turmoil holds the link, the replica
 //! simply lags; that is how an INCR deterministically fails to reach the
 //! replica before a failover. Each replica's queue is bounded
-//! ([`FEED_BACKLOG_BYTES_MAX`]); overflowing it drops that replica, which
+//! ([`FEED_BACKLOG_BYTES_MAX`](super::repl_state::FEED_BACKLOG_BYTES_MAX)); overflowing it drops that replica, which
 //! then reconnects and resyncs (Redis's client-output-buffer-limit).
 //!
 //! The state this drives lives in `repl_state.rs`.

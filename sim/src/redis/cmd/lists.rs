@@ -94,7 +94,7 @@ pub(super) fn rpush(exec: &mut Exec<'_>, args: &[Vec<u8>]) -> Outcome {
     push(exec, args, false)
 }
 
-/// LPOP key [count]: the count is checked before the key; with a count a
+/// `LPOP key [count]`: the count is checked before the key; with a count a
 /// missing key is a nil array and a count of 0 an empty one.
 pub(super) fn lpop(exec: &mut Exec<'_>, args: &[Vec<u8>]) -> Outcome {
     if args.len() > 3 {
