@@ -86,21 +86,19 @@ impl Frame {
             }
             Frame::Integer(n) => {
                 out.push(b':');
-                out.extend_from_slice(n.to_string().as_bytes());
+                push_decimal(out, *n);
                 out.extend_from_slice(b"\r\n");
             }
             Frame::Bulk(b) => {
                 out.push(b'$');
-                out.extend_from_slice(b.len().to_string().as_bytes());
+                push_length(out, b.len());
                 out.extend_from_slice(b"\r\n");
                 out.extend_from_slice(b);
                 out.extend_from_slice(b"\r\n");
             }
             Frame::Null => out.extend_from_slice(b"$-1\r\n"),
             Frame::Array(items) => {
-                out.push(b'*');
-                out.extend_from_slice(items.len().to_string().as_bytes());
-                out.extend_from_slice(b"\r\n");
+                push_array_header(out, items.len());
                 for item in items {
                     item.encode(out);
                 }
@@ -365,9 +363,78 @@ fn parse_at(buf: &[u8], at: usize, depth: usize) -> Result<Option<(Frame, usize)
     }
 }
 
+/// Appends `*<len>\r\n`, the header of an array of `len` items.
+pub(crate) fn push_array_header(out: &mut Vec<u8>, len: usize) {
+    out.push(b'*');
+    push_length(out, len);
+    out.extend_from_slice(b"\r\n");
+}
+
+/// Appends `len` in decimal.
+fn push_length(out: &mut Vec<u8>, len: usize) {
+    push_decimal_digits(out, len as u64);
+}
+
+/// Appends `n` in decimal, as Redis writes an integer reply.
+///
+/// Why not `to_string()`: every reply's lengths and integers went through a
+/// `String` of their own, an allocation each (profiled: most of
+/// `Frame::encode`'s cost).
+fn push_decimal(out: &mut Vec<u8>, n: i64) {
+    if n < 0 {
+        out.push(b'-');
+    }
+    push_decimal_digits(out, n.unsigned_abs());
+}
+
+fn push_decimal_digits(out: &mut Vec<u8>, mut n: u64) {
+    // u64::MAX has 20 digits.
+    let mut digits = [0u8; 20];
+    let mut start = digits.len();
+    loop {
+        start -= 1;
+        digits[start] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[start..]);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn integers_and_lengths_are_written_as_decimal_text() {
+        for n in [
+            i64::MIN,
+            -1_000_000,
+            -10,
+            -9,
+            -1,
+            0,
+            1,
+            9,
+            10,
+            99,
+            100,
+            i64::MAX,
+        ] {
+            assert_eq!(
+                Frame::Integer(n).to_bytes(),
+                format!(":{n}\r\n").into_bytes()
+            );
+        }
+        for len in [0usize, 1, 9, 10, 1234] {
+            let mut out = Vec::new();
+            push_array_header(&mut out, len);
+            assert_eq!(out, format!("*{len}\r\n").into_bytes());
+            let bulk = Frame::Bulk(vec![b'x'; len]).to_bytes();
+            assert!(bulk.starts_with(format!("${len}\r\n").as_bytes()));
+        }
+    }
 
     fn samples() -> Vec<Frame> {
         vec![
