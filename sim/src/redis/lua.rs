@@ -6,12 +6,15 @@
 //! error values are Lua tables raised with `lua_error`, positions come from
 //! the Lua stack, and `pcall` flattens error tables to strings. Rust
 //! callbacks in mlua can only raise mlua's own error userdata, so the Rust
-//! side exposes raw primitives that answer errors as values (`backend`,
-//! `rand48`, `sha1hex`) and the Lua side raises exactly what Redis raises,
-//! from behind a C trampoline so that positions match (see [`trampoline`]).
-//! The hot ones (`backend`, `keys_argv`) are C functions on the Lua stack,
-//! not mlua callbacks, because a script call's cost was mostly mlua's
-//! argument handling (see [`backend_args`]).
+//! side exposes raw primitives that answer a command's errors as values
+//! (`backend`, `rand48`, `sha1hex`) and the Lua side raises exactly what
+//! Redis raises, from behind a C trampoline so that positions match (see
+//! [`trampoline`]). The hot ones (`backend`, `backend_table`, `keys_argv`)
+//! are C closures made once with the engine, kept in the prelude's locals,
+//! that read their arguments off the Lua stack: mlua callbacks cost more
+//! than the commands they ran (see [`backend_args`]). They raise only on a
+//! memory error (the simulation's heap cap) or a panic of the simulated
+//! server (see [`BackendState`]).
 //!
 //! Conversions (Redis 7.0, RESP2): Redis→Lua: integer → number, bulk →
 //! string, nil → false, array → table, status → `{ok=...}`, error →
@@ -458,13 +461,18 @@ struct BackendState {
     /// The reply while [`push_reply`] builds its Lua value: kept here, not
     /// on the C function's frame, because a memory error while building
     /// longjmps over that frame, and a Rust frame that a longjmp skips must
-    /// own nothing with a destructor. Emptied after each reply is built
-    /// (and replaced by the next, should building one have raised).
-    parked: RefCell<Option<Frame>>,
-    /// A panic of the backend, carried across the Lua frames (which a
-    /// Rust unwind must not cross) and resumed when the script call
-    /// returns to Rust (`LuaEngine::run_inner`).
-    panicked: RefCell<Option<Box<dyn std::any::Any + Send>>>,
+    /// own nothing with a destructor. Emptied after each reply is built,
+    /// and when the script call returns (should building one have raised).
+    /// A `Cell`, not a `RefCell`: nothing here can panic over a borrow.
+    parked: Cell<Option<Frame>>,
+    /// The first panic of the backend during this script call, carried
+    /// across the Lua frames (which a Rust unwind must not cross) and
+    /// resumed when the script call returns to Rust
+    /// (`LuaEngine::run_inner`). While it is pending, every `redis.call`
+    /// raises at once without reaching the server: a script that catches
+    /// the error with `pcall` can run on, but never touches the half-done
+    /// server again, and the panic that is resumed is the first.
+    panicked: Cell<Option<Box<dyn std::any::Any + Send>>>,
 }
 
 /// The engine's handle on its [`BackendState`]; the C functions hold its
@@ -512,9 +520,12 @@ impl BackendState {
     /// a backend, but a slot is not trusted to be full). `args` is consumed
     /// here, so the caller's frame owns nothing afterwards.
     ///
-    /// `false` when the backend panicked: the panic is kept in `panicked`
-    /// and no reply is parked.
+    /// `false` when the backend panicked, now or earlier in this script
+    /// call: the first panic is kept in `panicked` and no reply is parked.
     fn serve_and_park(&self, args: Vec<Vec<u8>>) -> bool {
+        if self.panic_pending() {
+            return false;
+        }
         let served = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             match self.current.get() {
                 // SAFETY: installed, so alive (see `BackendSlot::serving`).
@@ -528,14 +539,22 @@ impl BackendState {
         drop(args);
         match served {
             Ok(reply) => {
-                *self.parked.borrow_mut() = Some(reply);
+                self.parked.set(Some(reply));
                 true
             }
             Err(panic) => {
-                *self.panicked.borrow_mut() = Some(panic);
+                self.panicked.set(Some(panic));
                 false
             }
         }
+    }
+
+    /// Whether a panic of the backend waits to be resumed.
+    fn panic_pending(&self) -> bool {
+        let panic = self.panicked.take();
+        let pending = panic.is_some();
+        self.panicked.set(panic);
+        pending
     }
 }
 
@@ -578,7 +597,9 @@ unsafe extern "C-unwind" fn backend_args(state: *mut mlua::ffi::lua_State) -> c_
 /// checked and converted into the table `argv` (`argv[1..n]`, strings).
 unsafe extern "C-unwind" fn backend_table(state: *mut mlua::ffi::lua_State) -> c_int {
     use mlua::ffi;
-    let n = ffi::lua_tointeger(state, 2);
+    // The prelude passes `select('#', ...)`; clamped so the raw gets'
+    // index conversion cannot fail.
+    let n = ffi::lua_tointeger(state, 2).clamp(0, ffi::lua_Integer::from(c_int::MAX));
     let mut args = Vec::new();
     for i in 1..=n {
         // A raw get neither allocates nor raises; the slot is popped at once.
@@ -595,7 +616,7 @@ unsafe extern "C-unwind" fn backend_table(state: *mut mlua::ffi::lua_State) -> c
             ffi::lua_pushboolean(state, 0);
             ffi::lua_pushstring(
                 state,
-                c"Lua redis lib command arguments must be strings or integers".as_ptr(),
+                c"ERR Lua redis lib command arguments must be strings or integers".as_ptr(),
             );
             return 2;
         }
@@ -630,11 +651,17 @@ unsafe fn serve_and_push(state: *mut mlua::ffi::lua_State, args: Vec<Vec<u8>>) -
         ffi::lua_error(state);
     }
     {
-        // SAFETY: read through a raw pointer, not a `Ref` (which has a
-        // destructor); nothing writes `parked` until this reply is built.
-        let reply: &Frame = (*shared.parked.as_ptr())
-            .as_ref()
-            .expect("serve_and_park parks a reply");
+        // SAFETY: read in place through a raw pointer, so nothing owned is
+        // on this frame; nothing writes `parked` until this reply is built
+        // (no Lua code runs while pushing, and the collector's finalizers
+        // are mlua's own, which do not reach this state).
+        let Some(reply) = (*shared.parked.as_ptr()).as_ref() else {
+            // `serve_and_park` parks a reply when it returns true; should
+            // that ever fail, answer rather than panic through Lua's frames.
+            ffi::lua_pushboolean(state, 0);
+            ffi::lua_pushstring(state, c"ERR redis.call lost its reply".as_ptr());
+            return 2;
+        };
         match reply {
             Frame::Error(text) => {
                 ffi::lua_pushboolean(state, 0);
@@ -646,7 +673,7 @@ unsafe fn serve_and_push(state: *mut mlua::ffi::lua_State, args: Vec<Vec<u8>>) -
             }
         }
     }
-    *shared.parked.borrow_mut() = None;
+    shared.parked.set(None);
     2
 }
 
@@ -693,11 +720,14 @@ unsafe fn push_reply(state: *mut mlua::ffi::lua_State, frame: &Frame) {
 /// the globals `KEYS` and `ARGV` to new arrays of the running call's keys
 /// and arguments (empty when none runs, which `run` never allows).
 ///
-/// Why C, inside the script's own protected call: made from Rust through
-/// mlua (`exec_raw`), each script paid a protected call of its own, with
-/// mlua's set-up around it, to build them (profiled: ~3,200 instructions a
-/// script). Raw sets on the real globals, as before, so no metamethod
-/// runs.
+/// Why C, called from `run` inside mlua's protected call of it: made from
+/// Rust through mlua (`exec_raw`), each script paid a protected call of its
+/// own, with mlua's set-up around it, to build them (profiled: ~3,200
+/// instructions a script). Raw sets on the real globals, as before, so no
+/// metamethod runs. A memory error here (heap near the cap) comes before
+/// the script's `xpcall`, so its reply reads `ERR Error running script
+/// <sha>, memory error: not enough memory` rather than the script error's
+/// wording.
 unsafe extern "C-unwind" fn keys_argv(state: *mut mlua::ffi::lua_State) -> c_int {
     use mlua::ffi;
     let shared = &*ffi::lua_touserdata(state, ffi::lua_upvalueindex(1)).cast::<BackendState>();
@@ -708,7 +738,9 @@ unsafe extern "C-unwind" fn keys_argv(state: *mut mlua::ffi::lua_State) -> c_int
     };
     // Borrowed slices and plain integers only: a memory error here may
     // longjmp over this frame (it ends the script call as an error).
-    for (name, items) in [(c"KEYS", keys), (c"ARGV", argv)] {
+    // By reference: an array iterated by value is an `IntoIter`, which has
+    // a destructor.
+    for &(name, items) in &[(c"KEYS", keys), (c"ARGV", argv)] {
         ffi::lua_createtable(state, c_int::try_from(items.len()).unwrap_or(0), 0);
         for (i, item) in items.iter().enumerate() {
             ffi::lua_pushlstring(state, item.as_ptr().cast(), item.len());
@@ -742,8 +774,9 @@ fn backend_function(
 /// One Lua state with the Redis environment installed.
 pub(crate) struct LuaEngine {
     pub lua: Lua,
-    /// The backend of the script running now, read by the state's one
-    /// `backend` function.
+    /// The script call running now (its backend, `KEYS`, `ARGV`), the
+    /// reply being handed to Lua and a pending server panic, read by the
+    /// state's C functions.
     backend: BackendSlot,
     run: Function,
     env: Table,
@@ -944,6 +977,9 @@ impl LuaEngine {
         // A panic of the server under `redis.call` ended the script as a
         // Lua error (Rust must not unwind through Lua's C frames); it goes
         // on from here, as if the server had been called from Rust.
+        // A reply whose building raised stays parked until here: it is
+        // one too large for the heap cap, and must not wait in the pool.
+        self.backend.0.parked.set(None);
         if let Some(panic) = self.backend.0.panicked.take() {
             std::panic::resume_unwind(panic);
         }
@@ -1312,15 +1348,24 @@ mod tests {
     #[test]
     fn a_server_panic_under_a_script_goes_on_in_rust_and_the_engine_still_works() {
         let e = LuaEngine::new().unwrap();
+        // The script catches the error and calls again, five times.
         let f = e
-            .compile(b"local ok = pcall(redis.call, 'ping'); return 1")
+            .compile(b"for i = 1, 5 do pcall(redis.call, 'ping') end; return 1")
             .unwrap();
+        let calls = Cell::new(0);
         let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            e.run(&f, "sha", &[], &[], &|_| panic!("server bug"))
+            e.run(&f, "sha", &[], &[], &|_| {
+                calls.set(calls.get() + 1);
+                if calls.get() == 1 {
+                    panic!("first")
+                }
+                panic!("more")
+            })
         }));
         let payload = panicked.expect_err("the server's panic reaches the caller");
-        assert_eq!(payload.downcast_ref::<&str>(), Some(&"server bug"));
-        assert!(e.backend.0.panicked.borrow().is_none());
+        assert_eq!(payload.downcast_ref::<&str>(), Some(&"first"));
+        assert_eq!(calls.get(), 1, "a panicked server is not called again");
+        assert!(!e.backend.0.panic_pending());
         assert!(e.backend.0.current.get().is_none());
         assert_eq!(
             eval(&e, "return redis.call('ping')['ok']"),
@@ -1347,12 +1392,13 @@ mod tests {
             String::from_utf8_lossy(text).contains("not enough memory"),
             "{reply:?}"
         );
-        // The cap is back and the next script runs; the parked reply is
-        // replaced by the next one.
+        // The reply that could not be built is not kept past the call.
+        assert!(e.backend.0.parked.take().is_none());
+        // The cap is back and the next script runs.
         e.lua.set_memory_limit(MEMORY_BYTES_MAX).unwrap();
         let reply = e.run(&f, "sha", &[], &[], &|_| Frame::Bulk(b"abc".to_vec()));
         assert_eq!(reply, Frame::Integer(3));
-        assert!(e.backend.0.parked.borrow().is_none());
+        assert!(e.backend.0.parked.take().is_none());
         // `ARGV` past the cap fails the call the same way, before the
         // script runs, and the next call sees its own `ARGV`.
         let f = e.compile(b"return #ARGV[1]").unwrap();
